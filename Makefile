@@ -1,0 +1,37 @@
+# tbhost: `make test` is the whole suite (unit tests, then the VM lab with real
+# LVM and device-mapper); it installs what it needs first.
+GO        ?= go
+LAB_TIMEOUT ?= 80m
+
+.PHONY: all build static test deps unit lab-test bench example clean
+
+all: build
+
+build:
+	$(GO) build -o bin/tbhost ./cmd/tbhost
+
+# the binary the VM lab runs inside its busybox guest
+static:
+	CGO_ENABLED=0 $(GO) build -o bin/tbhost-static ./cmd/tbhost
+
+example:
+	$(GO) run ./cmd/tbhost lvm plan --example
+
+test: deps unit lab-test
+
+deps:
+	./.ci/install-deps
+
+unit:
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+# Real LVM RAID + dm-integrity inside qemu; scenarios are batched into few boots.
+lab-test:
+	$(GO) test -tags lab -count=1 -timeout $(LAB_TIMEOUT) -v ./internal/lab/...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -rf bin lab-test.log

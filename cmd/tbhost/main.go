@@ -1,0 +1,77 @@
+// Command tbhost plans, builds, checks and monitors the storage of a chess
+// endgame tablebase server: LVM RAID 5 + dm-integrity over the HDDs, a RAID 0
+// prefix store on NVMe, integrity scrubs, per-disk monitoring and runbooks.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/tbhost/tbhost/internal/cliutil"
+	"github.com/urfave/cli/v2"
+)
+
+func main() {
+	os.Exit(run(os.Args, cliutil.DefaultEnv()))
+}
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func newApp(env *cliutil.Env) *cli.App {
+	app := &cli.App{
+		Name:    "tbhost",
+		Usage:   "build and run the storage of a Syzygy tablebase server",
+		Version: version,
+		Description: `tbhost turns the hard-won recipe of a public 7-piece Syzygy server into commands:
+   plan and apply the LVM arrays (RAID 5 + dm-integrity over the HDDs, RAID 0 over NVMe),
+   build and verify the table-prefix store, check integrity, watch per-disk reads, and run
+   runbooks for provisioning, cutover and nightly health checks.
+
+   Start with:  tbhost lvm plan --example     (the reference host, from an embedded snapshot)
+                tbhost inventory              (this machine's disks)
+
+EXIT CODES:
+   0 ok, 1 a check found a problem or tbhost refused, 2 usage error, 3 could not run.
+   (monitor check uses the Nagios convention: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.)`,
+		Flags:                cliutil.GlobalFlags(),
+		Commands:             commands(),
+		EnableBashCompletion: true,
+		Reader:               env.Stdin,
+		Writer:               env.Stdout,
+		ErrWriter:            env.Stderr,
+		ExitErrHandler:       func(*cli.Context, error) {}, // run() maps errors to exit codes
+		Action:               cliutil.GroupAction,
+		OnUsageError: func(c *cli.Context, err error, _ bool) error {
+			return cliutil.Usage(err)
+		},
+	}
+	cliutil.Install(app, env)
+	return app
+}
+
+// commands lists the command groups; each lives in its own package under
+// cmd/tbhost/commands and is a thin layer over the library package.
+func commands() []*cli.Command {
+	return []*cli.Command{}
+}
+
+// run executes tbhost with args and returns the process exit code.
+func run(args []string, env *cliutil.Env) int {
+	err := newApp(env).Run(args)
+	code := cliutil.CodeOf(err)
+	if err != nil {
+		var ec cli.ExitCoder
+		if errors.As(err, &ec) && err.Error() == "" {
+			return code
+		}
+		printError(env.Stderr, err)
+	}
+	return code
+}
+
+func printError(w io.Writer, err error) {
+	fmt.Fprintf(w, "tbhost: %v\n", err)
+}

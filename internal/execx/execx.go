@@ -1,0 +1,141 @@
+// Package execx is the one way tbhost runs external programs (lvm, wipefs,
+// blkid, mkfs, ...): argv only, never a shell string; LC_ALL=C; a context
+// deadline on every call; stdout and stderr captured; failures returned as a
+// typed *CommandError that carries the command line, exit code and stderr.
+//
+// Code that execs takes a Runner, so tests substitute recorded outputs
+// (see Recorded) without any global variable.
+package execx
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// DefaultTimeout bounds a call whose context has no deadline of its own.
+const DefaultTimeout = 2 * time.Minute
+
+// Result is what a finished command printed.
+type Result struct {
+	Argv   []string
+	Stdout []byte
+	Stderr []byte
+}
+
+// Runner runs one external command to completion.
+type Runner interface {
+	Run(ctx context.Context, argv ...string) (Result, error)
+}
+
+// CommandError is returned when a command could not start, was killed by
+// its deadline, or exited non-zero.
+type CommandError struct {
+	Argv     []string
+	ExitCode int // -1 when the command did not start or was killed
+	Stderr   string
+	Err      error // the underlying error (exec.ErrNotFound, context.DeadlineExceeded, ...)
+}
+
+func (e *CommandError) Error() string {
+	msg := fmt.Sprintf("%s", Quote(e.Argv))
+	switch {
+	case errors.Is(e.Err, exec.ErrNotFound):
+		msg += ": program not found in $PATH (install it, e.g. apt-get install lvm2)"
+	case errors.Is(e.Err, context.DeadlineExceeded):
+		msg += ": timed out"
+	case errors.Is(e.Err, context.Canceled):
+		msg += ": cancelled"
+	case e.ExitCode >= 0:
+		msg += fmt.Sprintf(": exit status %d", e.ExitCode)
+	case e.Err != nil:
+		msg += ": " + e.Err.Error()
+	}
+	if s := strings.TrimSpace(e.Stderr); s != "" {
+		msg += ": " + s
+	}
+	return msg
+}
+
+func (e *CommandError) Unwrap() error { return e.Err }
+
+// NotFound reports whether err is a command whose program is not installed.
+func NotFound(err error) bool {
+	var ce *CommandError
+	return errors.As(err, &ce) && errors.Is(ce.Err, exec.ErrNotFound)
+}
+
+// ExitCode returns the exit code carried by err, or -1.
+func ExitCode(err error) int {
+	var ce *CommandError
+	if errors.As(err, &ce) {
+		return ce.ExitCode
+	}
+	return -1
+}
+
+// Exec runs real programs.
+type Exec struct {
+	// Timeout applies when the context has no deadline; 0 means DefaultTimeout.
+	Timeout time.Duration
+	// Env is added to the environment (after LC_ALL=C, so it may override it).
+	Env []string
+	// Stdin, if set, is fed to every command.
+	Stdin []byte
+}
+
+// Run implements Runner.
+func (x Exec) Run(ctx context.Context, argv ...string) (Result, error) {
+	res := Result{Argv: argv}
+	if len(argv) == 0 {
+		return res, &CommandError{Argv: argv, ExitCode: -1, Err: errors.New("empty command")}
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		t := x.Timeout
+		if t == 0 {
+			t = DefaultTimeout
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t)
+		defer cancel()
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = append(append(os.Environ(), "LC_ALL=C", "LANG=C"), x.Env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if x.Stdin != nil {
+		cmd.Stdin = bytes.NewReader(x.Stdin)
+	}
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	res.Stdout, res.Stderr = stdout.Bytes(), stderr.Bytes()
+	if err == nil {
+		return res, nil
+	}
+	ce := &CommandError{Argv: argv, ExitCode: -1, Stderr: stderr.String(), Err: err}
+	var ee *exec.ExitError
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		ce.Err = ctxErr
+	} else if errors.As(err, &ee) {
+		ce.ExitCode = ee.ExitCode()
+	}
+	return res, ce
+}
+
+// Quote renders argv for humans and logs; it is never fed to a shell.
+func Quote(argv []string) string {
+	parts := make([]string, len(argv))
+	for i, a := range argv {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`*?[]{}();&|<>!#~") {
+			parts[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		} else {
+			parts[i] = a
+		}
+	}
+	return strings.Join(parts, " ")
+}

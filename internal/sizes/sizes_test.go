@@ -1,0 +1,40 @@
+package sizes
+
+import "testing"
+
+func TestParse(t *testing.T) {
+	cases := map[string]int64{
+		"4096": 4096, "201GiB": 201 * GiB, "201G": 201 * GiB, "1.5T": TiB + TiB/2,
+		"10 MB": 10_000_000, "512b": 512, "6TB": 6_000_000_000_000, "64k": 64 * KiB,
+	}
+	for in, want := range cases {
+		got, err := Parse(in)
+		if err != nil || got != want {
+			t.Errorf("Parse(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "GiB", "12 parsecs", "-5G", "1.2.3G"} {
+		if _, err := Parse(bad); err == nil {
+			t.Errorf("Parse(%q) must fail", bad)
+		}
+	}
+}
+
+func TestParseRate(t *testing.T) {
+	got, err := ParseRate("100MiB/s")
+	if err != nil || got != 100*MiB {
+		t.Errorf("got %d, %v", got, err)
+	}
+}
+
+func TestFormat(t *testing.T) {
+	cases := map[int64]string{
+		0: "0 B", 1023: "1023 B", 1024: "1 KiB", 6001175126016: "5.46 TiB",
+		201 * GiB: "201 GiB", -2 * MiB: "-2 MiB",
+	}
+	for in, want := range cases {
+		if got := Format(in); got != want {
+			t.Errorf("Format(%d) = %q, want %q", in, got, want)
+		}
+	}
+}
