@@ -185,7 +185,9 @@ func TestRefusals(t *testing.T) {
 	good := mustBuild(t, prefixtest.Spec{Name: "KRPvKR.rtbw"})
 	lfs := []byte("version https://git-lfs.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 245328\n")
 	html := []byte("<!DOCTYPE html><html><body>503 Service Unavailable</body></html>")
-	pad := func(b []byte, size int) []byte { return append(append([]byte(nil), b...), make([]byte, size-len(b))...) }
+	pad := func(b []byte, size int) []byte {
+		return append(append([]byte(nil), b...), make([]byte, size-len(b))...)
+	}
 	mod := func(off int, v byte) []byte { b := append([]byte(nil), good...); b[off] = v; return b }
 	rnd := make([]byte, 4096+16)
 	rand.New(rand.NewSource(1)).Read(rnd)
