@@ -52,7 +52,17 @@ func Command() *cli.Command {
 }
 
 func tablesFlag() cli.Flag {
-	return &cli.StringSliceFlag{Name: "tables", Usage: "table directory `DIR` (searched recursively for .rtbw/.rtbz; repeat for several)", Required: true}
+	return &cli.StringSliceFlag{Name: "tables", Usage: "table directory `DIR` (searched recursively for .rtbw/.rtbz; repeat for several)"}
+}
+
+// required returns a usage error (exit 2) naming the first missing flag.
+func required(c *cli.Context, names ...string) error {
+	for _, n := range names {
+		if !c.IsSet(n) {
+			return cliutil.Usagef("%s needs --%s; see tbhost prefix %s --help", c.Command.FullName(), n, c.Command.Name)
+		}
+	}
+	return nil
 }
 
 func jobsFlag(def int) cli.Flag {
@@ -207,12 +217,15 @@ func planCommand() *cli.Command {
    Example: tbhost prefix plan --tables /srv/syzygy --capacity 402GiB`,
 		Flags: []cli.Flag{
 			tablesFlag(),
-			&cli.StringFlag{Name: "capacity", Usage: "usable bytes of the store file system (`SIZE`, e.g. 402GiB, 431GB)", Required: true},
+			&cli.StringFlag{Name: "capacity", Usage: "usable bytes of the store file system (`SIZE`, e.g. 402GiB, 431GB)"},
 			&cli.BoolFlag{Name: "list", Usage: "list every table with its planned level"},
 			jobsFlag(4),
 			cliutil.JSONFlag(),
 		},
 		Action: func(c *cli.Context) error {
+			if err := required(c, "tables", "capacity"); err != nil {
+				return err
+			}
 			g := cliutil.Get(c)
 			capacity, err := sizes.Parse(c.String("capacity"))
 			if err != nil {
@@ -293,7 +306,7 @@ func extractCommand() *cli.Command {
    Example: tbhost prefix extract --tables /srv/syzygy --store /srv/prefix --jobs 8`,
 		Flags: []cli.Flag{
 			tablesFlag(),
-			&cli.StringFlag{Name: "store", Usage: "prefix store directory `DIR` (the NVMe mount; must exist)", Required: true},
+			&cli.StringFlag{Name: "store", Usage: "prefix store directory `DIR` (the NVMe mount; must exist)"},
 			&cli.StringFlag{Name: "upto", Value: "block-lengths", Usage: "how far each prefix reaches: block-lengths (full prefix) or sparse-index"},
 			jobsFlag(4),
 			&cli.BoolFlag{Name: "force", Usage: "rewrite every prefix, even those the manifest shows valid"},
@@ -301,6 +314,9 @@ func extractCommand() *cli.Command {
 			cliutil.JSONFlag(),
 		},
 		Action: func(c *cli.Context) error {
+			if err := required(c, "tables", "store"); err != nil {
+				return err
+			}
 			g := cliutil.Get(c)
 			upto, err := prefix.ParseUpto(c.String("upto"))
 			if err != nil {
@@ -375,12 +391,15 @@ func verifyCommand() *cli.Command {
    A stale prefix must never pass: servers that use the store check nothing themselves.`,
 		Flags: []cli.Flag{
 			tablesFlag(),
-			&cli.StringFlag{Name: "store", Usage: "prefix store directory `DIR`", Required: true},
+			&cli.StringFlag{Name: "store", Usage: "prefix store directory `DIR`"},
 			&cli.BoolFlag{Name: "full", Usage: "also reread the tables' prefix bytes and compare (HDD reads)"},
 			jobsFlag(4),
 			cliutil.JSONFlag(),
 		},
 		Action: func(c *cli.Context) error {
+			if err := required(c, "tables", "store"); err != nil {
+				return err
+			}
 			g := cliutil.Get(c)
 			ctx, cancel := signalContext(c)
 			defer cancel()
