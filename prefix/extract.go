@@ -16,6 +16,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// Batching of directory and manifest fsyncs (see Extract).
+const (
+	flushEntries = 256
+	flushEvery   = 250 * time.Millisecond
+)
+
 // ErrNoSpace: the store would not fit on its file system.
 var ErrNoSpace = errors.New("not enough free space in the store")
 
@@ -184,6 +190,29 @@ func Extract(ctx context.Context, parsed []Parsed, opt ExtractOptions) (*Extract
 	}()
 	go func() { wg.Wait(); close(results) }()
 
+	// Durability, batched: each prefix is fsynced before its rename; the
+	// renames are made durable by one directory fsync per batch, and only
+	// then are the batch's manifest lines written and fsynced. A crash can
+	// lose a batch's lines (those prefixes are redone), never record a
+	// prefix whose rename is not on disk.
+	var pending []ManifestEntry
+	lastFlush := time.Now()
+	flush := func() error {
+		if len(pending) == 0 {
+			return nil
+		}
+		if err := syncDir(opt.Store); err != nil {
+			return err
+		}
+		for _, e := range pending {
+			if err := log.write(e); err != nil {
+				return err
+			}
+		}
+		pending = pending[:0]
+		lastFlush = time.Now()
+		return log.sync()
+	}
 	var logErr error
 	for r := range results {
 		rep.BytesRead += r.read
@@ -192,13 +221,17 @@ func Extract(ctx context.Context, parsed []Parsed, opt ExtractOptions) (*Extract
 			prog.Done(r.p.Name, 0, r.err)
 			continue
 		}
-		if logErr == nil {
-			logErr = log.append(r.entry)
+		pending = append(pending, r.entry)
+		if logErr == nil && (len(pending) >= flushEntries || time.Since(lastFlush) >= flushEvery) {
+			logErr = flush()
 		}
 		man[r.entry.Name] = r.entry
 		rep.Written++
 		rep.BytesWritten += r.entry.Prefix
 		prog.Done(r.p.Name, r.entry.Prefix, nil)
+	}
+	if logErr == nil {
+		logErr = flush()
 	}
 	rep.Seconds = time.Since(start).Seconds()
 	if logErr != nil {
@@ -320,9 +353,6 @@ func extractOne(ctx context.Context, p Parsed, store string, upto Upto, buf []by
 	if err := os.Rename(tmp, final); err != nil {
 		os.Remove(tmp)
 		return ManifestEntry{}, n, fmt.Errorf("rename into %s: %w", final, err)
-	}
-	if err := syncDir(store); err != nil {
-		return ManifestEntry{}, n, err
 	}
 	abs, err := filepath.Abs(p.Path)
 	if err != nil {
