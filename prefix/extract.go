@@ -240,8 +240,11 @@ func Extract(ctx context.Context, parsed []Parsed, opt ExtractOptions) (*Extract
 	if err := ctx.Err(); err != nil {
 		return rep, fmt.Errorf("extract interrupted after %d prefixes (rerun to finish; finished prefixes are kept): %w", rep.Written, err)
 	}
-	if err := writeManifest(opt.Store, man); err != nil {
-		return rep, err
+	// Compact the log once superseded lines make up half of it.
+	if manifestLines(opt.Store) > 2*len(man) {
+		if err := writeManifest(opt.Store, man); err != nil {
+			return rep, err
+		}
 	}
 	return rep, nil
 }
@@ -326,8 +329,7 @@ func extractOne(ctx context.Context, p Parsed, store string, upto Upto, buf []by
 	h := sha256.New()
 	check := l.NewChecker()
 	cw := &countWriter{prog: prog}
-	r := io.NewSectionReader(src, 0, plen)
-	n, err := io.CopyBuffer(io.MultiWriter(out, h, check, cw), ctxReader{ctx, r}, buf)
+	n, err := copyAndDigest(ctx, out, io.NewSectionReader(src, 0, plen), io.MultiWriter(h, check, cw), buf)
 	if err != nil {
 		return fail(fmt.Errorf("copy prefix of %s: %w", p.Path, err))
 	}
@@ -365,17 +367,61 @@ func extractOne(ctx context.Context, p Parsed, store string, upto Upto, buf []by
 	}, n, nil
 }
 
-// ctxReader stops a long copy when the context is cancelled.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
+// copyAndDigest copies r to out while a second goroutine feeds the same
+// bytes to digest (hash and checker), so hashing overlaps the I/O. buf is
+// split into three rotating chunks. It stops early on a digest error or a
+// cancelled context.
+func copyAndDigest(ctx context.Context, out io.Writer, r io.Reader, digest io.Writer, buf []byte) (int64, error) {
+	const nbuf = 3
+	size := len(buf) / nbuf
+	free := make(chan []byte, nbuf)
+	for i := 0; i < nbuf; i++ {
+		free <- buf[i*size : (i+1)*size]
 	}
-	return c.r.Read(p)
+	full := make(chan []byte, nbuf)
+	digestErr := make(chan error, 1)
+	go func() {
+		var err error
+		for b := range full {
+			if err == nil {
+				_, err = digest.Write(b)
+			}
+			free <- b[:cap(b)]
+		}
+		digestErr <- err
+	}()
+	var n int64
+	var err error
+	for {
+		if err = ctx.Err(); err != nil {
+			break
+		}
+		b := <-free
+		m, rerr := io.ReadFull(r, b)
+		if m > 0 {
+			if _, werr := out.Write(b[:m]); werr != nil {
+				err = werr
+				free <- b
+				break
+			}
+			n += int64(m)
+			full <- b[:m]
+		} else {
+			free <- b
+		}
+		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+			break
+		}
+		if rerr != nil {
+			err = rerr
+			break
+		}
+	}
+	close(full)
+	if derr := <-digestErr; err == nil {
+		err = derr
+	}
+	return n, err
 }
 
 type nopProgress struct{}

@@ -40,6 +40,15 @@ type ManifestEntry struct {
 // Manifest maps table names to their entries.
 type Manifest map[string]ManifestEntry
 
+// manifestLines counts the lines of the store's manifest (0 if absent).
+func manifestLines(store string) int {
+	b, err := os.ReadFile(filepath.Join(store, ManifestName))
+	if err != nil {
+		return 0
+	}
+	return bytes.Count(b, []byte("\n"))
+}
+
 // LoadManifest reads the store's manifest; a missing manifest is empty.
 // Lines that do not decode (a crash while appending) are skipped.
 func LoadManifest(store string) (Manifest, error) {
