@@ -37,7 +37,9 @@ type Progress interface {
 type ExtractOptions struct {
 	Store string
 	Upto  Upto
-	Jobs  int  // parallel files; < 1 means 1
+	// UptoByName overrides Upto per table (from a plan for a small store).
+	UptoByName map[string]Upto
+	Jobs       int  // parallel files; < 1 means 1
 	Force bool // rewrite prefixes that are already valid
 	// Pause sleeps after each file: a test knob so a kill lands mid-run.
 	Pause time.Duration
@@ -45,6 +47,13 @@ type ExtractOptions struct {
 	// nil uses statfs.
 	FreeSpace func(dir string) (int64, error)
 	Progress  Progress // nil: silent
+}
+
+func (o ExtractOptions) uptoFor(name string) Upto {
+	if u, ok := o.UptoByName[name]; ok {
+		return u
+	}
+	return o.Upto
 }
 
 // Failure is a table that was reported and skipped.
@@ -88,6 +97,9 @@ func PrefixPath(store, table string) string { return filepath.Join(store, table+
 func Extract(ctx context.Context, parsed []Parsed, opt ExtractOptions) (*ExtractReport, error) {
 	start := time.Now()
 	rep := &ExtractReport{Store: opt.Store, Upto: opt.Upto.String(), Tables: len(parsed), Failed: []Failure{}}
+	if len(opt.UptoByName) > 0 {
+		rep.Upto = "per plan"
+	}
 	st, err := os.Stat(opt.Store)
 	if err != nil {
 		return rep, fmt.Errorf("store directory %s: %w (mount the NVMe array there, or create the directory)", opt.Store, err)
@@ -110,12 +122,12 @@ func Extract(ctx context.Context, parsed []Parsed, opt ExtractOptions) (*Extract
 			rep.Failed = append(rep.Failed, Failure{Name: p.Name, Path: p.Path, Error: p.Err.Error()})
 			continue
 		}
-		if !opt.Force && upToDate(opt.Store, p, opt.Upto, man) {
+		if !opt.Force && upToDate(opt.Store, p, opt.uptoFor(p.Name), man) {
 			rep.Skipped++
 			continue
 		}
 		todo = append(todo, p)
-		need += OnDisk(p.Layout.PrefixLen(opt.Upto))
+		need += OnDisk(p.Layout.PrefixLen(opt.uptoFor(p.Name)))
 	}
 	need += int64(2 * 400 * (len(man) + len(todo))) // the manifest log and its compacted copy
 	rep.NeededBytes = need
@@ -139,7 +151,7 @@ func Extract(ctx context.Context, parsed []Parsed, opt ExtractOptions) (*Extract
 
 	var total int64
 	for _, p := range todo {
-		total += p.Layout.PrefixLen(opt.Upto)
+		total += p.Layout.PrefixLen(opt.uptoFor(p.Name))
 	}
 	prog := opt.Progress
 	if prog == nil {
@@ -167,7 +179,7 @@ func Extract(ctx context.Context, parsed []Parsed, opt ExtractOptions) (*Extract
 			defer wg.Done()
 			buf := make([]byte, 1<<20)
 			for p := range work {
-				e, n, err := extractOne(ctx, p, opt.Store, opt.Upto, buf, prog)
+				e, n, err := extractOne(ctx, p, opt.Store, opt.uptoFor(p.Name), buf, prog)
 				results <- result{p: p, entry: e, read: n, err: err}
 				if opt.Pause > 0 {
 					select {
@@ -249,19 +261,17 @@ func Extract(ctx context.Context, parsed []Parsed, opt ExtractOptions) (*Extract
 	return rep, nil
 }
 
-// upToDate: the manifest says this exact source was extracted at this level,
+// upToDate: the manifest says this table (same size and mtime) was extracted at this level,
 // and a file of the recorded length is in place (renamed in only when whole).
 func upToDate(store string, p Parsed, upto Upto, man Manifest) bool {
 	e, ok := man[p.Name]
 	if !ok || e.Upto != upto.String() || e.Prefix != p.Layout.PrefixLen(upto) || e.Size != p.Layout.Size {
 		return false
 	}
+	// The path may differ (the set was remounted elsewhere): size and mtime
+	// identify the table, as in verify.
 	src, err := os.Stat(p.Path)
 	if err != nil || mtimeNS(src) != e.MtimeNS || src.Size() != e.Size {
-		return false
-	}
-	abs, err := filepath.Abs(p.Path)
-	if err != nil || abs != e.Source {
 		return false
 	}
 	fi, err := os.Stat(PrefixPath(store, p.Name))
