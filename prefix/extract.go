@@ -40,7 +40,7 @@ type ExtractOptions struct {
 	// UptoByName overrides Upto per table (from a plan for a small store).
 	UptoByName map[string]Upto
 	Jobs       int  // parallel files; < 1 means 1
-	Force bool // rewrite prefixes that are already valid
+	Force      bool // rewrite prefixes that are already valid
 	// Pause sleeps after each file: a test knob so a kill lands mid-run.
 	Pause time.Duration
 	// FreeSpace returns the bytes available to an unprivileged writer in dir;
