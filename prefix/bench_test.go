@@ -274,7 +274,8 @@ func BenchmarkReaderAt(b *testing.B) {
 			hd := hdrhistogram.New(1, 10_000_000, 3)
 			g := rand.New(rand.NewSource(1))
 			p := make([]byte, s.n)
-			for i := 0; i < b.N; i++ {
+			const readsPerOp = 256 // enough samples for a p99 even at small -benchtime
+			for i := 0; i < b.N*readsPerOp; i++ {
 				off := s.off(g)
 				first, second, h1, h2 := io.ReaderAt(r), s.direct, hr, hd
 				if i%2 == 1 { // alternate, so neither side always finds the cache warmed by the other
@@ -292,6 +293,7 @@ func BenchmarkReaderAt(b *testing.B) {
 				h1.RecordValue(t1.Sub(t0).Nanoseconds())
 				h2.RecordValue(t2.Sub(t1).Nanoseconds())
 			}
+			b.Logf("reader p90 %d p95 %d p99 %d p999 %d max %d; direct p90 %d p95 %d p99 %d p999 %d max %d", hr.ValueAtQuantile(90), hr.ValueAtQuantile(95), hr.ValueAtQuantile(99), hr.ValueAtQuantile(99.9), hr.Max(), hd.ValueAtQuantile(90), hd.ValueAtQuantile(95), hd.ValueAtQuantile(99), hd.ValueAtQuantile(99.9), hd.Max())
 			b.ReportMetric(float64(hr.ValueAtQuantile(50)), "reader-p50-ns")
 			b.ReportMetric(float64(hr.ValueAtQuantile(99)), "reader-p99-ns")
 			b.ReportMetric(float64(hd.ValueAtQuantile(50)), "direct-p50-ns")

@@ -150,6 +150,11 @@ func statsCommand() *cli.Command {
 			g := cliutil.Get(c)
 			ctx, cancel := signalContext(c)
 			defer cancel()
+			for _, a := range c.Args().Slice() {
+				if strings.HasPrefix(a, "-") {
+					return cliutil.Usagef("%q after a directory: put flags before the directories (tbhost prefix stats --json --files DIR...)", a)
+				}
+			}
 			start := time.Now()
 			ps, err := parseTables(ctx, g, c.Args().Slice(), c.Int("jobs"))
 			if err != nil {
