@@ -257,7 +257,7 @@ func planCommand() *cli.Command {
 			case !plan.FitsSparse:
 				return cliutil.Problemf("not even the sparse prefixes fit: %s needed, %s available", sizes.Format(plan.SparseOnDisk), sizes.Format(capacity))
 			case !plan.FitsFull:
-				return cliutil.Problemf("the full store does not fit (%s needed, %s available); extract what fits with --upto sparse-index, or add capacity", sizes.Format(plan.FullOnDisk), sizes.Format(capacity))
+				return cliutil.Problemf("the full store does not fit (%s needed, %s available); extract what fits with: tbhost prefix extract --capacity %s ..., or add capacity", sizes.Format(plan.FullOnDisk), sizes.Format(capacity), c.String("capacity"))
 			case bad > 0:
 				return cliutil.Problemf("%d files refused (named above) are not in the plan", bad)
 			}
