@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/tbhost/tbhost/cmd/tbhost/commands/inventorycmd"
+	"github.com/tbhost/tbhost/cmd/tbhost/commands/lvmcmd"
 	"github.com/tbhost/tbhost/cmd/tbhost/commands/prefixcmd"
 	"github.com/tbhost/tbhost/internal/cliutil"
 	"github.com/urfave/cli/v2"
@@ -58,6 +60,8 @@ EXIT CODES:
 func commands() []*cli.Command {
 	return []*cli.Command{
 		prefixcmd.Command(),
+		inventorycmd.Command(),
+		lvmcmd.Command(),
 	}
 }
 
