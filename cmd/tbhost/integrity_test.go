@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/tbhost/tbhost/internal/cliutil"
+	"github.com/tbhost/tbhost/internal/execx"
+	"github.com/tbhost/tbhost/lvm"
 )
 
 const syzygy = "../../../shared/syzygy"
@@ -74,5 +76,48 @@ func TestIntegrityVerifyTablesUsageErrors(t *testing.T) {
 		if code, _, stderr := runTB(t, nil, args...); code != cliutil.ExitUsage {
 			t.Errorf("%v: exit %d, want 2 (stderr %q)", args, code, stderr)
 		}
+	}
+}
+
+func recordedLVS(t *testing.T, fixture string, names ...string) *execx.Recorded {
+	t.Helper()
+	b, err := os.ReadFile("../../integrity/testdata/" + fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return execx.NewRecorded().On(execx.Reply{Stdout: string(b)}, lvm.LVsArgv(names...)...)
+}
+
+func TestIntegrityStatusCleanThenMismatch(t *testing.T) {
+	code, out, stderr := runTB(t, recordedLVS(t, "lvs-a-2.03.16-tables-clean.json", "vg-hdd/tables"), "integrity", "status", "vg-hdd/tables")
+	if code != 0 || !strings.Contains(out, "OK vg-hdd/tables") || !strings.Contains(out, "/dev/sdf") {
+		t.Fatalf("clean: exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, _ = runTB(t, recordedLVS(t, "lvs-a-2.03.16-tables-mismatch-sdc.json"), "integrity", "status")
+	if code != 1 || !strings.Contains(out, "PROBLEM: vg-hdd/tables_rimage_2 on /dev/sdc: 5 integrity mismatches") {
+		t.Fatalf("mismatch: exit %d\n%s", code, out)
+	}
+	code, out, _ = runTB(t, recordedLVS(t, "lvs-a-2.03.16-tables-mismatch-sdc.json"), "integrity", "status", "--json")
+	var arrays []struct {
+		LV     string
+		OK     bool
+		Images []struct {
+			Name       string
+			Disks      []string
+			Mismatches int64 `json:"integrity_mismatches"`
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &arrays); err != nil || code != 1 || len(arrays) != 1 || arrays[0].OK {
+		t.Fatalf("exit %d %v\n%s", code, err, out)
+	}
+	if img := arrays[0].Images[2]; img.Mismatches != 5 || img.Disks[0] != "/dev/sdc" {
+		t.Fatalf("%+v", img)
+	}
+}
+
+func TestIntegrityStatusLVMFailureIsCannotRun(t *testing.T) {
+	rec := execx.NewRecorded().On(execx.Reply{Stderr: "  /dev/mapper/control: open failed: No such device", ExitCode: 5}, lvm.LVsArgv()...)
+	if code, _, stderr := runTB(t, rec, "integrity", "status"); code != cliutil.ExitCannotRun || !strings.Contains(stderr, "mapper/control") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 }
