@@ -38,7 +38,9 @@ func TestBackoffFromRealDiskstatsLayout(t *testing.T) {
 
 func TestBackoffRuleEdges(t *testing.T) {
 	rule := BackoffRule{MaxAwait: 60 * time.Millisecond, MinRate: 8 << 20, MaxRate: 100 << 20}
-	s := func(reads, ticks uint64) map[string]DiskCounters { return map[string]DiskCounters{"sda": {reads, ticks}} }
+	s := func(reads, ticks uint64) map[string]DiskCounters {
+		return map[string]DiskCounters{"sda": {reads, ticks}}
+	}
 	cases := []struct {
 		name      string
 		cur       int64
