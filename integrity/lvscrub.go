@@ -25,7 +25,7 @@ type LVScrubPlan struct {
 	SegType   string        `json:"segtype"`
 	Device    string        `json:"device"` // the top LV's /dev/mapper path
 	BlockSize int64         `json:"block_size"`
-	Stripes   int           `json:"stripes"`     // devices, parity included
+	Stripes   int           `json:"stripes"`      // devices, parity included
 	Data      int           `json:"data_stripes"` // data devices
 	Chunk     int64         `json:"stripe_size"`
 	ImageSize int64         `json:"image_size"`
