@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/tbhost/tbhost/cmd/tbhost/commands/integritycmd"
 	"github.com/tbhost/tbhost/cmd/tbhost/commands/inventorycmd"
 	"github.com/tbhost/tbhost/cmd/tbhost/commands/lvmcmd"
 	"github.com/tbhost/tbhost/cmd/tbhost/commands/prefixcmd"
@@ -62,6 +63,7 @@ func commands() []*cli.Command {
 		prefixcmd.Command(),
 		inventorycmd.Command(),
 		lvmcmd.Command(),
+		integritycmd.Command(),
 	}
 }
 
