@@ -309,12 +309,12 @@ func summarize(r Report) string {
 		}
 	}
 	if len(ps) > 0 {
+		// the worst severity's findings, at most two: a Nagios status line stays short
 		sort.SliceStable(ps, func(i, j int) bool { return ps[i].Severity.rank() > ps[j].Severity.rank() })
-		const show = 3
 		var texts []string
 		for i, p := range ps {
-			if i == show {
-				texts = append(texts, fmt.Sprintf("(+%d more)", len(ps)-show))
+			if i == 2 || p.Severity != ps[0].Severity {
+				texts = append(texts, fmt.Sprintf("(+%d more findings below)", len(ps)-i))
 				break
 			}
 			texts = append(texts, p.Text)

@@ -39,6 +39,9 @@ type Array struct {
 	SyncProgress float64
 	// IntegrityMismatches is the array's total, -1 when it has no integrity layer.
 	IntegrityMismatches int64
+	// Degraded: the array runs without a member (missing PV, partial LV,
+	// faulty or missing md member).
+	Degraded bool
 }
 
 // Member is one disk of an array.
@@ -221,6 +224,7 @@ func lvmArrays(root string, sb *SysBlock, all []lvm.LV, pvs []lvm.PV) []Array {
 		images := lvm.SubLVs(all, lv, "rimage")
 		a.Images = len(images)
 		byDisk := map[string]int{}
+		var spans []string
 		for _, img := range images {
 			var leaves []string
 			if k, ok := sb.ByDMName(DMName(img.VG, img.Name)); ok {
@@ -233,13 +237,12 @@ func lvmArrays(root string, sb *SysBlock, all []lvm.LV, pvs []lvm.PV) []Array {
 			}
 			if len(leaves) == 0 || onUnknownPV(all, img) {
 				a.Members = append(a.Members, Member{Images: []string{img.Name}, Missing: true, IntegrityMismatches: img.IntegrityMismatches})
+				a.Degraded = true
 				a.Problems = append(a.Problems, Problem{Critical, fmt.Sprintf("%s: image %s has no disk (PV missing or failed)", a.Name, img.Name)})
 				continue
 			}
 			if len(leaves) > 1 {
-				a.Problems = append(a.Problems, Problem{Warning, fmt.Sprintf(
-					"%s: image %s spans %d disks (%s): %s stripes over %d images, not over every disk (created without --stripes?)",
-					a.Name, img.Name, len(leaves), strings.Join(leaves, ", "), a.Level, len(images))})
+				spans = append(spans, fmt.Sprintf("%s on %s", img.Name, strings.Join(leaves, "+")))
 			}
 			for _, leaf := range leaves {
 				i, ok := byDisk[leaf]
@@ -254,6 +257,11 @@ func lvmArrays(root string, sb *SysBlock, all []lvm.LV, pvs []lvm.PV) []Array {
 					m.IntegrityMismatches = max(m.IntegrityMismatches, 0) + img.IntegrityMismatches
 				}
 			}
+		}
+		if len(spans) > 0 {
+			a.Problems = append(a.Problems, Problem{Warning, fmt.Sprintf(
+				"%s: %s stripes over %d images and %d of them span several disks (%s): reads do not spread over every disk (created without --stripes?)",
+				a.Name, a.Level, len(images), len(spans), strings.Join(spans, ", "))})
 		}
 		var unused []string
 		for _, pv := range pvs {
@@ -277,6 +285,9 @@ func lvmArrays(root string, sb *SysBlock, all []lvm.LV, pvs []lvm.PV) []Array {
 			a.Problems = append(a.Problems, Problem{Critical, fmt.Sprintf("%s: not active (no device-mapper device %s); activate it with: vgchange -ay %s", a.Name, DMName(lv.VG, lv.Name), lv.VG)})
 		}
 		a.Problems = append(a.Problems, lvHealth(a.Name, lv)...)
+		if lv.Health == "partial" || (len(lv.Attr) >= 9 && lv.Attr[8] == 'p') {
+			a.Degraded = true
+		}
 		if lv.SyncPercent >= 0 && lv.SyncPercent < 100 {
 			a.SyncAction, a.SyncProgress = lv.SyncAction, lv.SyncPercent/100
 			a.Syncing = lv.SyncAction != "check"
@@ -401,6 +412,7 @@ func sysfsLVMArrays(root string, sb *SysBlock) []Array {
 			leaves := sb.Leaves(s)
 			if len(leaves) == 0 {
 				a.Members = append(a.Members, Member{Images: []string{img}, Missing: true, IntegrityMismatches: -1})
+				a.Degraded = true
 				a.Problems = append(a.Problems, Problem{Critical, fmt.Sprintf("%s: image %s sits on no disk (error target: PV missing?)", a.Name, img)})
 				continue
 			}
@@ -447,9 +459,11 @@ func mdArrays(root string, sb *SysBlock) []Array {
 			}
 			if strings.Contains(state, "faulty") {
 				a.Problems = append(a.Problems, Problem{Critical, fmt.Sprintf("%s: member %s is faulty", n, s)})
+				a.Degraded = true
 			}
 		}
 		if md.Degraded > 0 {
+			a.Degraded = true
 			a.Problems = append(a.Problems, Problem{Critical, fmt.Sprintf("%s: degraded: %d of %d devices missing", n, md.Degraded, md.RaidDisks)})
 			for i := 0; i < md.Degraded; i++ {
 				a.Members = append(a.Members, Member{Images: []string{fmt.Sprintf("slot%d", len(slaves)+i)}, Missing: true, IntegrityMismatches: -1})

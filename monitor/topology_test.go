@@ -86,7 +86,7 @@ func TestDiscoverMisbuiltImagesSpanTwoDisks(t *testing.T) {
 	}
 	found := false
 	for _, p := range a.Problems {
-		if p.Severity == Warning && strings.Contains(p.Text, "probe_rimage_0 spans 2 disks (sda, sdd)") {
+		if p.Severity == Warning && strings.Contains(p.Text, "3 of them span several disks (probe_rimage_0 on sda+sdd, probe_rimage_1 on sdb+sde") {
 			found = true
 		}
 	}
