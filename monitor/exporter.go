@@ -2,6 +2,8 @@ package monitor
 
 import (
 	"context"
+	"errors"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -20,6 +22,9 @@ type Exporter struct {
 	TopologyEvery time.Duration // re-discover arrays (LVM calls) this often
 	Thresholds    Thresholds
 	Log           *slog.Logger
+	// Clock paces the sampling (nil: the wall clock). A replayed snapshot is
+	// served at this pace too, and its last sample stays served after the end.
+	Clock Clock
 
 	mu          sync.Mutex
 	src         Source
@@ -67,11 +72,15 @@ func (e *Exporter) init() error {
 	if e.initialised {
 		return nil
 	}
-	src, clock, _, err := e.Env.Source(e.Interval)
+	src, _, _, err := e.Env.Source(e.Interval)
 	if err != nil {
 		return err
 	}
-	e.src, e.clock, e.descs, e.initialised = src, clock, newDescs(), true
+	e.clock = e.Clock
+	if e.clock == nil {
+		e.clock = RealClock{}
+	}
+	e.src, e.descs, e.initialised = src, newDescs(), true
 	if e.Log == nil {
 		e.Log = slog.New(slog.DiscardHandler)
 	}
@@ -119,30 +128,33 @@ func (e *Exporter) Step(ctx context.Context) error {
 }
 
 // Run samples every Interval until ctx is done (after a first Step, it
-// waits one interval before the next sample).
+// waits one interval before the next sample). At the end of a replayed
+// snapshot it keeps serving the last state.
 func (e *Exporter) Run(ctx context.Context) error {
-	for {
+	clock := e.Clock
+	if clock == nil {
+		clock = RealClock{}
+	}
+	for first := true; ; first = false {
 		e.mu.Lock()
-		clock, started := e.clock, e.samples > 0
+		started := e.samples > 0
 		e.mu.Unlock()
-		if started {
-			if clock == nil {
-				clock = RealClock{}
-			}
+		if started || !first {
 			if err := clock.Sleep(ctx, e.Interval); err != nil {
 				return nil
 			}
 		}
-		if err := e.Step(ctx); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
+		err := e.Step(ctx)
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, io.EOF):
+			e.Log.Info("end of the replayed samples: serving the last state")
+			<-ctx.Done()
+			return nil
+		default:
 			e.Log.Warn("sample failed", "err", err)
-			if !started { // never sampled: wait before retrying
-				if err := RealClock.Sleep(RealClock{}, ctx, e.Interval); err != nil {
-					return nil
-				}
-			}
 		}
 	}
 }
