@@ -12,6 +12,7 @@ import (
 	"github.com/tbhost/tbhost/cmd/tbhost/commands/integritycmd"
 	"github.com/tbhost/tbhost/cmd/tbhost/commands/inventorycmd"
 	"github.com/tbhost/tbhost/cmd/tbhost/commands/lvmcmd"
+	"github.com/tbhost/tbhost/cmd/tbhost/commands/monitorcmd"
 	"github.com/tbhost/tbhost/cmd/tbhost/commands/prefixcmd"
 	"github.com/tbhost/tbhost/internal/cliutil"
 	"github.com/urfave/cli/v2"
@@ -64,6 +65,7 @@ func commands() []*cli.Command {
 		inventorycmd.Command(),
 		lvmcmd.Command(),
 		integritycmd.Command(),
+		monitorcmd.Command(),
 	}
 }
 
