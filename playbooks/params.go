@@ -178,7 +178,7 @@ const optMarker = "\x00"
 //	{{dirname .plan}}                     the directory of a path
 //
 // An argument written as a template that renders to the empty string is
-// left out (so {{if ...}} can add an argument or not); a literal '' stays.
+// left out (so {{if ...}} can add an argument or not); a literal ” stays.
 func templateFuncs() template.FuncMap {
 	return template.FuncMap{
 		"dirname": filepath.Dir,
