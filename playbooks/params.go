@@ -1,6 +1,7 @@
 package playbooks
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -244,7 +245,7 @@ func renderArgv(args []Arg, vals Values) ([]string, error) {
 	for _, a := range args {
 		s, err := render(a.Value, vals)
 		if err != nil {
-			return nil, err
+			return nil, &argError{Pos: a.Pos, Err: err}
 		}
 		if rest, ok := strings.CutPrefix(s, optMarker); ok {
 			for _, p := range strings.Split(rest, optMarker) {
@@ -255,7 +256,7 @@ func renderArgv(args []Arg, vals Values) ([]string, error) {
 			continue
 		}
 		if strings.Contains(s, optMarker) {
-			return nil, fmt.Errorf("template %q: opt and args must be the whole argument", a.Value)
+			return nil, &argError{Pos: a.Pos, Err: fmt.Errorf("template %q: opt and args must be the whole argument", a.Value)}
 		}
 		if s == "" && strings.Contains(a.Value, "{{") {
 			continue
@@ -276,4 +277,22 @@ func renderBool(a Arg, vals Values) (bool, error) {
 		return false, fmt.Errorf("when %q gave %q, want true or false", a.Value, s)
 	}
 	return b, nil
+}
+
+// argError is a template error in one argv element, with its position.
+type argError struct {
+	Pos Pos
+	Err error
+}
+
+func (e *argError) Error() string { return e.Err.Error() }
+func (e *argError) Unwrap() error { return e.Err }
+
+// errPos returns the position of an argError in err, or def.
+func errPos(err error, def Pos) Pos {
+	var ae *argError
+	if errors.As(err, &ae) {
+		return ae.Pos
+	}
+	return def
 }

@@ -157,7 +157,7 @@ func (v *validator) command(c Command, vals Values, where string) {
 	case c.Shell != nil:
 		argv, err := renderArgv(c.Shell, vals)
 		if err != nil {
-			v.fail(c.Shell[0].Pos, "%s: shell: %v", where, err)
+			v.fail(errPos(err, c.Shell[0].Pos), "%s: shell: %v", where, err)
 			return
 		}
 		if len(argv) == 0 || argv[0] == "" {
@@ -173,7 +173,7 @@ func (v *validator) command(c Command, vals Values, where string) {
 	case c.Tbhost != nil:
 		argv, err := renderArgv(c.Tbhost, vals)
 		if err != nil {
-			v.fail(c.Tbhost[0].Pos, "%s: tbhost: %v", where, err)
+			v.fail(errPos(err, c.Tbhost[0].Pos), "%s: tbhost: %v", where, err)
 			return
 		}
 		if v.cmds == nil {
