@@ -76,6 +76,7 @@ type StepResult struct {
 // Report is the outcome of a run.
 type Report struct {
 	Playbook string       `json:"playbook"`
+	File     string       `json:"file"`
 	RunID    string       `json:"run_id"`
 	Status   string       `json:"status"` // done, failed, refused, interrupted
 	Nagios   string       `json:"nagios,omitempty"`
@@ -159,7 +160,7 @@ func (e *Engine) Run(ctx context.Context, pb *Playbook, opts Options) (*Report, 
 		}
 	}
 	now := e.now()
-	rep := &Report{Playbook: pb.Name, RunID: now.UTC().Format("20060102T150405.000Z"), Started: now, nagios: pb.Nagios}
+	rep := &Report{Playbook: pb.Name, File: pb.File, RunID: now.UTC().Format("20060102T150405.000Z"), Started: now, nagios: pb.Nagios}
 	if opts.Store != nil {
 		rep.Log, rep.State = opts.Store.LogPath(), opts.Store.StatePath()
 	}
@@ -695,6 +696,7 @@ func (r *run) action(ctx context.Context, i int, s Step, res *StepResult, starte
 			}
 		}
 		r.header(i, "%s", r.display(argv))
+		attemptStart := r.e.now()
 		var tail tailBuffer
 		var w io.Writer = &tail
 		if !r.opts.Quiet {
@@ -739,7 +741,7 @@ func (r *run) action(ctx context.Context, i int, s Step, res *StepResult, starte
 		if res.ExitCode == nil && r.pb.Nagios {
 			res.Nagios = StatusUnknown
 		}
-		ev := Event{Event: "attempt", Step: s.Name, Argv: argv, Start: started, End: r.e.now(), ExitCode: res.ExitCode, Status: StepFailed, Attempt: attempt, Reason: reason, Output: res.Output}
+		ev := Event{Event: "attempt", Step: s.Name, Argv: argv, Start: attemptStart, End: r.e.now(), ExitCode: res.ExitCode, Status: StepFailed, Attempt: attempt, Reason: reason, Output: res.Output}
 		r.event(ev)
 	}
 	if s.Retries > 0 {

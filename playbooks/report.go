@@ -6,6 +6,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/tbhost/tbhost/internal/execx"
 )
 
 // WriteSummary prints the human summary of a run: one line per step
@@ -47,7 +49,8 @@ func (rep *Report) WriteSummary(w io.Writer) error {
 	switch rep.Status {
 	case "interrupted", "failed", "refused":
 		if at := rep.stoppedAt(); at != "" {
-			fmt.Fprintf(w, "stopped at step %s; after fixing the cause, continue with: tbhost playbook run %s --resume\n", at, rep.Playbook)
+			arg := strings.TrimPrefix(rep.File, "embedded:")
+			fmt.Fprintf(w, "stopped at step %s; after fixing the cause, continue with: tbhost playbook run --resume %s\n", at, execx.Quote([]string{arg}))
 		}
 	}
 	if rep.Log != "" {
