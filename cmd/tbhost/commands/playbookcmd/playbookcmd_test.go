@@ -147,9 +147,9 @@ func TestDryRunOfEachEmbeddedPlaybook(t *testing.T) {
 		{"provision-host", []string{"--set", "hdd=/dev/sda,/dev/sdb,/dev/sdc", "--set", "nvme=/dev/nvme0n1p4"},
 			[]string{"tbhost lvm plan --hdd /dev/sda --hdd /dev/sdb --hdd /dev/sdc --nvme /dev/nvme0n1p4 -o /var/lib/tbhost/provision-host/plan.yaml", "tbhost lvm apply --yes /var/lib/tbhost/provision-host/plan.yaml", `type "apply"`}},
 		{"pre-cutover", []string{"--hold-file", "/run/tbhost-hold"},
-			[]string{"tbhost integrity verify-tables --checksums /srv/tablebase/SHA256SUMS --complete /srv/tablebase", "load:     tbhost bench probe --tables /srv/tablebase --store /srv/tablebase-prefix --clients 12", "hold:     waits while /run/tbhost-hold exists", "report:   go-no-go"}},
+			[]string{"tbhost integrity verify-tables --checksums /var/lib/tbhost/checksums/sha256 --complete /srv/syzygy", "load:     tbhost bench probe --tables /srv/syzygy --store /srv/syzygy-prefix --clients 12", "hold:     waits while /run/tbhost-hold exists", "report:   go-no-go"}},
 		{"health-check", nil,
-			[]string{"tbhost integrity scrub --rate 100MiB/s --budget 30m --state /var/lib/tbhost/scrub.state vg-hdd/tables", "tbhost prefix verify --tables /srv/tablebase --store /srv/tablebase-prefix", "exit status map[1:CRITICAL 2:UNKNOWN]"}},
+			[]string{"tbhost integrity scrub --rate 100MiB/s --budget 30m --state /var/lib/tbhost/scrub.state vg-hdd/tables", "tbhost prefix verify --tables /srv/syzygy --store /srv/syzygy-prefix", "exit status map[1:CRITICAL 2:UNKNOWN]"}},
 	} {
 		args := append([]string{"playbook", "run", "--dry-run"}, tc.args...)
 		code, out, stderr := runApp(t, true, append(args, tc.name)...)
