@@ -13,6 +13,7 @@ import (
 	"github.com/tbhost/tbhost/cmd/tbhost/commands/inventorycmd"
 	"github.com/tbhost/tbhost/cmd/tbhost/commands/lvmcmd"
 	"github.com/tbhost/tbhost/cmd/tbhost/commands/monitorcmd"
+	"github.com/tbhost/tbhost/cmd/tbhost/commands/playbookcmd"
 	"github.com/tbhost/tbhost/cmd/tbhost/commands/prefixcmd"
 	"github.com/tbhost/tbhost/internal/cliutil"
 	"github.com/urfave/cli/v2"
@@ -66,6 +67,7 @@ func commands() []*cli.Command {
 		lvmcmd.Command(),
 		integritycmd.Command(),
 		monitorcmd.Command(),
+		playbookcmd.Command(),
 	}
 }
 
