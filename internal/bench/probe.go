@@ -197,7 +197,7 @@ func (p *prober) run(ctx context.Context, picks []pick) Outcome {
 			out.Err = err
 			return out
 		}
-		if err := p.probe(pk, *bp, &out); err != nil {
+		if _, err := p.probe(pk, *bp, &out); err != nil {
 			out.Err = err
 			return out
 		}
@@ -214,8 +214,9 @@ const maxWalk = 1024
 // for the position, the 32-byte run of block lengths from the entry's block
 // (another run when the walk leaves it), and the data block (block size + 4
 // bytes). The block is found with the real entry and lengths, as a reader
-// decoding the position would.
-func (p *prober) probe(pk pick, buf []byte, out *Outcome) error {
+// decoding the position would. found reports whether the walk ended inside
+// a block (always, on a sound table).
+func (p *prober) probe(pk pick, buf []byte, out *Outcome) (found bool, err error) {
 	t := &p.tables[pk.table]
 	s := &t.Subtables[pk.sub]
 	rd := p.readers[pk.table]
@@ -238,7 +239,7 @@ func (p *prober) probe(pk pick, buf []byte, out *Outcome) error {
 	main := pk.idx >> s.IdxBits
 	e, err := read(s.SparseOff+6*int64(main), 6)
 	if err != nil {
-		return err
+		return false, err
 	}
 	block := int64(binary.LittleEndian.Uint32(e))
 	lit := int64(pk.idx & (1<<s.IdxBits - 1))
@@ -276,27 +277,28 @@ func (p *prober) probe(pk pick, buf []byte, out *Outcome) error {
 	}
 	run = make([]uint16, 0, 16)
 	if _, err := length(block); err != nil {
-		return err
+		return false, err
 	}
 	for steps := 0; steps < maxWalk; steps++ {
 		if lit < 0 && block > 0 {
 			block--
 			l, err := length(block)
 			if err != nil {
-				return err
+				return false, err
 			}
 			lit += l + 1
 			continue
 		}
 		l, err := length(block)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if lit > l && block+1 < nb {
 			lit -= l + 1
 			block++
 			continue
 		}
+		found = lit >= 0 && lit <= l
 		break
 	}
 
@@ -307,5 +309,5 @@ func (p *prober) probe(pk pick, buf []byte, out *Outcome) error {
 	}
 	off := s.DataOff + block<<s.BlockSizeLog
 	_, err = read(off, 1<<s.BlockSizeLog+4)
-	return err
+	return found, err
 }
