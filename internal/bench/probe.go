@@ -160,7 +160,12 @@ func (p *prober) plan(rng *rand.Rand) []pick {
 // request performs one request: its probes in order, or split into
 // p.parallel contiguous chunks run concurrently.
 func (p *prober) request(ctx context.Context, rng *rand.Rand) Outcome {
-	picks := p.plan(rng)
+	return p.runPicks(ctx, p.plan(rng))
+}
+
+// runPicks reads the given probes, in order or split over p.parallel
+// goroutines.
+func (p *prober) runPicks(ctx context.Context, picks []pick) Outcome {
 	if p.parallel == 1 || len(picks) < 2 {
 		return p.run(ctx, picks)
 	}

@@ -189,6 +189,7 @@ func (r *Report) WriteFiles(dir string, offset time.Duration) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("--out %s: %w", dir, err)
 	}
+	r.OffsetMs = float64(offset) / 1e6
 	for _, ext := range []string{"png", "svg"} {
 		p := filepath.Join(dir, "ecdf."+ext)
 		if err := plotECDF(p, r, offset); err != nil {
