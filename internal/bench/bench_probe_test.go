@@ -10,7 +10,7 @@ import (
 // page cache, pread without store.
 func BenchmarkProbeRequest(b *testing.B) {
 	tables, _ := copyTables(b)
-	set, err := LoadTables([]string{tables})
+	set, err := LoadTables(context.Background(), []string{tables})
 	if err != nil {
 		b.Fatal(err)
 	}

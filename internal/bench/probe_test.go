@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -54,33 +55,21 @@ func copyTables(t testing.TB) (tables, store string) {
 			t.Fatal(err)
 		}
 	}
-	set, err := LoadTables([]string{tables})
+	set, err := LoadTables(context.Background(), []string{tables})
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeTestStore(t, set, store)
-	return tables, store
-}
-
-// writeTestStore writes each table's prefix as <name>.prefix into dir.
-func writeTestStore(t testing.TB, set *TableSet, dir string) {
-	t.Helper()
-	for _, tb := range set.tables {
-		b, err := os.ReadFile(tb.Path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, tb.Name+".prefix"), b[:tb.Prefix], 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := set.ExtractStore(context.Background(), store); err != nil {
+		t.Fatal(err)
 	}
+	return tables, store
 }
 
 // On the real tables, the sparse entry plus the block-length walk must land
 // inside a block for every position: this checks the probe reads what a
 // real reader reads, at the offsets the prefix parser reported.
 func TestProbeWalkLandsInBlockOnRealTables(t *testing.T) {
-	set, err := LoadTables([]string{realTables(t)})
+	set, err := LoadTables(context.Background(), []string{realTables(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +131,7 @@ func TestProbeShapeOnSyntheticTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := LoadTables([]string{dir})
+	set, err := LoadTables(context.Background(), []string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +178,7 @@ func TestProbeShapeOnSyntheticTable(t *testing.T) {
 
 func TestMatrixOnRealTablesWithStore(t *testing.T) {
 	tables, store := copyTables(t)
-	set, err := LoadTables([]string{tables})
+	set, err := LoadTables(context.Background(), []string{tables})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,6 +209,21 @@ func TestMatrixOnRealTablesWithStore(t *testing.T) {
 		if r.Cache == nil || r.Cache.Done == "" {
 			t.Errorf("%s: cache preparation not reported", r.Name)
 		}
+	}
+
+	// a stale prefix is refused by the prefix package, not benchmarked
+	pp := filepath.Join(store, "KRvKP.rtbw.prefix")
+	b, err := os.ReadFile(pp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pp, b[:len(b)-64], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = RunProbes(context.Background(), ProbeOptions{Set: set, Configs: cfgs[8:9], Mix: DefaultMix, Cache: CacheKeep,
+		Load: Load{Clients: 1, Requests: 2, Warmup: 1}})
+	if err == nil || !strings.Contains(err.Error(), "KRvKP.rtbw") {
+		t.Errorf("truncated prefix: %v", err)
 	}
 	dir := t.TempDir()
 	if err := rep.WriteFiles(dir, 0); err != nil {

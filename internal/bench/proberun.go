@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"path/filepath"
 	"strings"
 	"time"
 )
@@ -127,16 +126,6 @@ func runProbeConfig(ctx context.Context, o ProbeOptions, c ProbeConfig) (Run, er
 	return run, nil
 }
 
-// TableSet is the tables under test, parsed by the prefix package, and
-// where their prefixes are stored.
-type TableSet struct {
-	tables  []probeTable
-	Notices []string // tables skipped and why
-}
-
-// Len is the number of tables in the set.
-func (s *TableSet) Len() int { return len(s.tables) }
-
 // open opens every table for configuration c: through the prefix store
 // when c.Store is set. It returns the readers, what to close, and the files
 // whose cache matters.
@@ -145,27 +134,23 @@ func (s *TableSet) open(c ProbeConfig) ([]tableReader, []io.Closer, []string, er
 	var closers []io.Closer
 	var files []string
 	for _, t := range s.tables {
+		if c.Store != "" {
+			tr, cls, fs, err := openThroughStore(t, c.Store, c.IO, c.Advise)
+			closers = append(closers, cls...)
+			if err != nil {
+				return nil, closers, nil, err
+			}
+			readers = append(readers, tr)
+			files = append(files, fs...)
+			continue
+		}
 		r, cl, err := openFile(t.Path, c.IO, c.Advise)
 		if err != nil {
 			return nil, closers, nil, err
 		}
 		closers = append(closers, cl)
 		files = append(files, t.Path)
-		tr := tableReader{R: r}
-		if c.Store != "" {
-			pp := filepath.Join(c.Store, t.Name+".prefix")
-			pr, pcl, err := openFile(pp, c.IO, c.Advise)
-			if err != nil {
-				return nil, closers, nil, fmt.Errorf("prefix store: %w (build it with tbhost prefix extract, or leave out --store)", err)
-			}
-			closers = append(closers, pcl)
-			files = append(files, pp)
-			tr, err = storeReader(t, pr, r)
-			if err != nil {
-				return nil, closers, nil, err
-			}
-		}
-		readers = append(readers, tr)
+		readers = append(readers, tableReader{R: r})
 	}
 	return readers, closers, files, nil
 }

@@ -3,65 +3,37 @@ package bench
 import (
 	"fmt"
 	"io"
+
+	"github.com/tbhost/tbhost/prefix"
 )
 
-// sizer is a ReaderAt that knows its size (os.File via Stat, mapped).
-type sizer interface{ size() (int64, error) }
-
-func (m *mapped) size() (int64, error) { return int64(len(m.data)), nil }
-
-// storeReader serves table t from its stored prefix below the prefix's
-// size and from the table file above it.
-// TODO(prefix): replace with the prefix package's store ReaderAt once merged.
-func storeReader(t probeTable, prefix, table io.ReaderAt) (tableReader, error) {
-	n, err := readerSize(prefix)
+// openThroughStore opens table t through the prefix store in dir with the
+// prefix package, which refuses stale, truncated or foreign prefixes. pread
+// without advice uses prefix.Reader as is. Otherwise both files are opened
+// here, so the advice lands on the descriptors (or mappings) that do the
+// reads (POSIX_FADV_RANDOM is per open file), and reads are split at the
+// same boundary by prefix.SplitReaderAt.
+func openThroughStore(t probeTable, store string, how IO, advice Advice) (tableReader, []io.Closer, []string, error) {
+	r, err := prefix.Open(t.Path, store)
 	if err != nil {
-		return tableReader{}, fmt.Errorf("prefix of %s: %w", t.Name, err)
+		return tableReader{}, nil, nil, fmt.Errorf("prefix store: %w (build it with tbhost prefix extract, or leave out --store)", err)
 	}
-	return tableReader{R: splitReader{prefix: prefix, n: n, table: table}, SlowFrom: n}, nil
-}
-
-type splitReader struct {
-	prefix, table io.ReaderAt
-	n             int64
-}
-
-func (s splitReader) ReadAt(p []byte, off int64) (int, error) {
-	if off >= s.n {
-		return s.table.ReadAt(p, off)
+	pp := prefix.PrefixPath(store, t.Name)
+	files := []string{t.Path, pp}
+	if how == IOPread && advice == AdviseNormal {
+		return tableReader{R: r, SlowFrom: r.PrefixLen()}, []io.Closer{r}, files, nil
 	}
-	head := p
-	if off+int64(len(p)) > s.n {
-		head = p[:s.n-off]
+	plen := r.PrefixLen()
+	r.Close() // validated; now open both files with the advice
+	pm, pc, err := openFile(pp, how, advice)
+	if err != nil {
+		return tableReader{}, nil, nil, err
 	}
-	k, err := s.prefix.ReadAt(head, off)
-	if err != nil && !(err == io.EOF && k == len(head)) {
-		return k, err
+	tm, tc, err := openFile(t.Path, how, advice)
+	if err != nil {
+		pc.Close()
+		return tableReader{}, nil, nil, err
 	}
-	if k == len(p) {
-		return k, nil
-	}
-	m, err := s.table.ReadAt(p[k:], off+int64(k))
-	return k + m, err
-}
-
-func readerSize(r io.ReaderAt) (int64, error) {
-	switch v := r.(type) {
-	case sizer:
-		return v.size()
-	case interface {
-		Stat() (interface{ Size() int64 }, error)
-	}:
-		fi, err := v.Stat()
-		if err != nil {
-			return 0, err
-		}
-		return fi.Size(), nil
-	}
-	if f, ok := r.(interface {
-		Seek(int64, int) (int64, error)
-	}); ok {
-		return f.Seek(0, io.SeekEnd)
-	}
-	return 0, fmt.Errorf("internal: cannot size %T", r)
+	split := &prefix.SplitReaderAt{Name: t.Name, Prefix: pm, PrefixLen: plen, Table: tm, Size: t.Size}
+	return tableReader{R: split, SlowFrom: plen}, []io.Closer{pc, tc}, files, nil
 }

@@ -1,51 +1,48 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"sort"
+	"runtime"
 
 	"github.com/tbhost/tbhost/prefix"
 )
 
-// LoadTables parses every Syzygy table in dirs (not recursive) with the
-// prefix package. Tables that fail to parse are left out with a notice; a
-// table name found twice is used from the first directory.
-func LoadTables(dirs []string) (*TableSet, error) {
+// TableSet is the tables under test, parsed by the prefix package.
+type TableSet struct {
+	tables  []probeTable
+	parsed  []prefix.Parsed
+	Notices []string // tables left out and why
+}
+
+// LoadTables finds (recursively) and parses every Syzygy table under dirs
+// with the prefix package. Tables the parser refuses are left out with a
+// notice; none left is an error.
+func LoadTables(ctx context.Context, dirs []string) (*TableSet, error) {
 	if len(dirs) == 0 {
 		return nil, errors.New("no --tables directory given")
 	}
+	srcs, err := prefix.FindTables(dirs)
+	if err != nil {
+		return nil, fmt.Errorf("--tables: %w", err)
+	}
 	set := &TableSet{}
-	seen := map[string]string{}
-	for _, dir := range dirs {
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			return nil, fmt.Errorf("--tables %s: %w", dir, err)
+	for _, p := range prefix.ParseAll(ctx, srcs, runtime.GOMAXPROCS(0)) {
+		if p.Err != nil {
+			set.Notices = append(set.Notices, fmt.Sprintf("left out: %v", p.Err))
+			continue
 		}
-		for _, e := range ents {
-			if e.IsDir() || !prefix.IsTableName(e.Name()) {
-				continue
-			}
-			path := filepath.Join(dir, e.Name())
-			if prev, ok := seen[e.Name()]; ok {
-				set.Notices = append(set.Notices, fmt.Sprintf("%s: also in %s; using that one", path, prev))
-				continue
-			}
-			seen[e.Name()] = path
-			l, err := prefix.ParseFile(path)
-			if err != nil {
-				set.Notices = append(set.Notices, fmt.Sprintf("left out: %v", err))
-				continue
-			}
-			set.tables = append(set.tables, fromLayout(path, l))
-		}
+		set.parsed = append(set.parsed, p)
+		set.tables = append(set.tables, fromLayout(p.Path, p.Layout))
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	if len(set.tables) == 0 {
-		return nil, fmt.Errorf("no Syzygy tables (*.rtbw, *.rtbz) in %v", dirs)
+		return nil, fmt.Errorf("no usable Syzygy tables (*.rtbw, *.rtbz) under %v", dirs)
 	}
-	sort.Slice(set.tables, func(i, j int) bool { return set.tables[i].Name < set.tables[j].Name })
 	return set, nil
 }
 
@@ -85,4 +82,20 @@ func (s *TableSet) Info() TableInfo {
 		in.PrefixSize += t.Prefix
 	}
 	return in
+}
+
+// ExtractStore writes the set's prefixes into dir with the prefix package
+// (for a matrix run without --store: a temporary store).
+func (s *TableSet) ExtractStore(ctx context.Context, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("prefix store %s: %w", dir, err)
+	}
+	rep, err := prefix.Extract(ctx, s.parsed, prefix.ExtractOptions{Store: dir, Jobs: 2})
+	if err != nil {
+		return fmt.Errorf("extract prefixes into %s: %w", dir, err)
+	}
+	if len(rep.Failed) > 0 {
+		return fmt.Errorf("extract prefixes into %s: %s: %s", dir, rep.Failed[0].Path, rep.Failed[0].Error)
+	}
+	return nil
 }

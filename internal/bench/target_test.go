@@ -35,7 +35,7 @@ func TestFenMaterial(t *testing.T) {
 func newRealTarget(t *testing.T, store bool, mix Mix) (*Target, string) {
 	t.Helper()
 	tables, storeDir := copyTables(t)
-	set, err := LoadTables([]string{tables})
+	set, err := LoadTables(context.Background(), []string{tables})
 	if err != nil {
 		t.Fatal(err)
 	}
