@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/tbhost/tbhost/cmd/tbhost/commands/benchcmd"
 	"github.com/tbhost/tbhost/cmd/tbhost/commands/prefixcmd"
 	"github.com/tbhost/tbhost/internal/cliutil"
 	"github.com/urfave/cli/v2"
@@ -58,6 +59,7 @@ EXIT CODES:
 func commands() []*cli.Command {
 	return []*cli.Command{
 		prefixcmd.Command(),
+		benchcmd.Command(),
 	}
 }
 

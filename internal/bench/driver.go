@@ -93,6 +93,7 @@ type Result struct {
 	Measured       time.Duration // from the first measured request's start to the end
 	StoppedEarly   error         // non-nil when ctx ended the run before all requests
 	Statuses       map[int]int64 // HTTP statuses of measured requests (0 = transport error)
+	FirstError     string        // the first failure's error, for the report
 }
 
 // Rate is measured requests per second over the measured window.
@@ -110,6 +111,7 @@ type clientStats struct {
 	probes, reads, slow          int64
 	firstMeasured                time.Time
 	statuses                     map[int]int64
+	firstErr                     string
 }
 
 // Drive runs op under load. It returns when all requests have finished or
@@ -159,6 +161,9 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 				if ctx.Err() != nil && out.Err != nil && errors.Is(out.Err, ctx.Err()) {
 					return // cut short by the run's end, not a failure of the target
 				}
+				if out.Err != nil && st.firstErr == "" {
+					st.firstErr = out.Err.Error()
+				}
 				if warm {
 					if out.Failed() {
 						st.warmupFail++
@@ -204,6 +209,9 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 		res.Probes += st.probes
 		res.Reads += st.reads
 		res.SlowReads += st.slow
+		if res.FirstError == "" {
+			res.FirstError = st.firstErr
+		}
 		for k, v := range st.statuses {
 			res.Statuses[k] += v
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -64,6 +65,8 @@ type ProbeOptions struct {
 	// DropCachesPath is /proc/sys/vm/drop_caches (under --root in tests).
 	DropCachesPath string
 	Seed           uint64
+	// Raw, when set, receives one CSV line per request (latencies.csv).
+	Raw *CSVSink
 	// Progress, when set, is told before each configuration starts.
 	Progress func(i, n int, c ProbeConfig)
 }
@@ -113,9 +116,17 @@ func runProbeConfig(ctx context.Context, o ProbeOptions, c ProbeConfig) (Run, er
 	for i := range rngs {
 		rngs[i] = rand.New(rand.NewPCG(o.Seed, uint64(i)))
 	}
+	var observe Observer
+	if o.Raw != nil {
+		name := c.Name()
+		observe = func(s Sample) {
+			o.Raw.Write(name, strconv.FormatInt(s.Seq, 10), strconv.Itoa(s.Client), msString(s.Elapsed-s.Latency),
+				msString(s.Latency), "", strconv.FormatBool(s.Outcome.Failed()), strconv.FormatBool(s.Warmup))
+		}
+	}
 	res, err := Drive(ctx, o.Load, func(ctx context.Context, client int, _ int64) Outcome {
 		return p.request(ctx, rngs[client])
-	}, nil)
+	}, observe)
 	if err != nil {
 		return Run{}, err
 	}

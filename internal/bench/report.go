@@ -39,6 +39,7 @@ type Run struct {
 	Target string `json:"target,omitempty"`
 
 	StoppedEarly string `json:"stopped_early,omitempty"`
+	FirstError   string `json:"first_error,omitempty"`
 
 	hist *hdrhistogram.Histogram // all measured requests, for the ECDF
 }
@@ -81,6 +82,7 @@ func newRun(name string, load Load, res *Result) Run {
 	if res.StoppedEarly != nil {
 		r.StoppedEarly = res.StoppedEarly.Error()
 	}
+	r.FirstError = res.FirstError
 	return r
 }
 
@@ -142,10 +144,24 @@ func (r *Report) WriteTable(w io.Writer) error {
 		mode = fmt.Sprintf("open loop at %g req/s (latency from the intended send time)", r.Rate)
 	}
 	fmt.Fprintf(w, "\n%d clients, %s; percentiles over measured requests (warm-up excluded), failed ones included.\n", r.Clients, mode)
+	caches := map[string]bool{}
+	for _, run := range r.Runs {
+		if run.Cache != nil && !caches[run.Cache.Done] {
+			caches[run.Cache.Done] = true
+			fmt.Fprintf(w, "page cache before each configuration: %s\n", run.Cache.Done)
+		}
+	}
 	for _, run := range r.Runs {
 		var parts []string
 		if run.Failures > 0 {
-			parts = append(parts, fmt.Sprintf("%d of %d measured requests FAILED (%s)", run.Failures, run.Requests, statusList(run.Statuses)))
+			what := statusList(run.Statuses)
+			if what == "" {
+				what = run.FirstError
+			}
+			parts = append(parts, fmt.Sprintf("%d of %d measured requests FAILED (%s)", run.Failures, run.Requests, what))
+			if run.FirstError != "" && what != run.FirstError {
+				parts = append(parts, "first error: "+run.FirstError)
+			}
 		}
 		if run.WarmupFailures > 0 {
 			parts = append(parts, fmt.Sprintf("%d warm-up requests failed", run.WarmupFailures))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 
 	"github.com/tbhost/tbhost/prefix"
 )
@@ -98,4 +99,22 @@ func (s *TableSet) ExtractStore(ctx context.Context, dir string) error {
 		return fmt.Errorf("extract prefixes into %s: %s: %s", dir, rep.Failed[0].Path, rep.Failed[0].Error)
 	}
 	return nil
+}
+
+// Materials lists the materials (Syzygy stems such as KRvK) of the tables
+// with compressed data, for demo logs.
+func (s *TableSet) Materials() []string {
+	seen := map[string]bool{}
+	var ms []string
+	for _, t := range s.tables {
+		if len(t.Subtables) == 0 {
+			continue
+		}
+		stem := strings.TrimSuffix(strings.TrimSuffix(t.Name, ".rtbw"), ".rtbz")
+		if !seen[stem] {
+			seen[stem] = true
+			ms = append(ms, stem)
+		}
+	}
+	return sortedStrings(ms)
 }
