@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/tbhost/tbhost/cmd/tbhost/commands/benchcmd"
 	"github.com/tbhost/tbhost/cmd/tbhost/commands/integritycmd"
 	"github.com/tbhost/tbhost/cmd/tbhost/commands/inventorycmd"
 	"github.com/tbhost/tbhost/cmd/tbhost/commands/lvmcmd"
@@ -68,6 +69,7 @@ func commands() []*cli.Command {
 		integritycmd.Command(),
 		monitorcmd.Command(),
 		playbookcmd.Command(),
+		benchcmd.Command(),
 	}
 }
 
