@@ -63,11 +63,11 @@ EXIT CODES:
 // cmd/tbhost/commands and is a thin layer over the library package.
 func commands() []*cli.Command {
 	return []*cli.Command{
-		prefixcmd.Command(),
 		inventorycmd.Command(),
 		lvmcmd.Command(),
-		integritycmd.Command(),
+		prefixcmd.Command(),
 		monitorcmd.Command(),
+		integritycmd.Command(),
 		playbookcmd.Command(),
 		benchcmd.Command(),
 	}
