@@ -185,9 +185,6 @@ func (a Applier) Apply(ctx context.Context, p *Plan, opts ApplyOptions) (*ApplyR
 		return rep, err
 	}
 	rep.Verification, rep.Verified = a.verify(p, cur2)
-	for _, c := range rep.Verification {
-		a.say("%s", c)
-	}
 	if !rep.Verified {
 		var failed []Check
 		for _, c := range rep.Verification {

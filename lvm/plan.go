@@ -217,7 +217,7 @@ func MakePlan(inv *blockdev.Inventory, opts PlanOptions) (*Plan, error) {
 	}
 
 	p := &Plan{
-		Version: PlanVersion, Created: opts.Now.UTC().Format(time.RFC3339), Host: inv.Hostname, Source: inv.Root,
+		Version: PlanVersion, Created: opts.Now.UTC().Format(time.RFC3339), Host: hostName(inv), Source: inv.Root,
 		InventoryFingerprint: inv.Fingerprint, SizedFor: "lvm2 2.03.16 (Debian 12)", ExtentSize: opts.ExtentSize,
 	}
 	if !inv.PVsKnown {

@@ -226,3 +226,29 @@ func TestPlanRefusals(t *testing.T) {
 		t.Errorf("signature not flagged: %q", w)
 	}
 }
+
+func TestIntegrityBlockSizeRule(t *testing.T) {
+	dev := func(l, p int64) []*blockdev.Device {
+		return []*blockdev.Device{{Name: "x", LogicalBlockSize: l, PhysicalBlockSize: p}}
+	}
+	for _, c := range []struct {
+		lbs, pbs int64
+		asked    int
+		want     int
+		refuse   bool
+		warn     bool
+	}{
+		{4096, 4096, 0, 4096, false, false},
+		{4096, 4096, 512, 0, true, false}, // lvcreate refuses < 4096 on 4Kn
+		{512, 4096, 0, 4096, false, false},
+		{512, 4096, 512, 4096, false, true}, // 512e: silently 4096
+		{512, 512, 0, 4096, false, false},
+		{512, 512, 512, 512, false, false},
+		{512, 512, 1024, 1024, false, false},
+	} {
+		bs, why, warn, refuse := integrityBlockSize(dev(c.lbs, c.pbs), c.asked)
+		if bs != c.want || (len(refuse) > 0) != c.refuse || (len(warn) > 0) != c.warn || (!c.refuse && why == "") {
+			t.Errorf("%d/%d asked %d: got %d warn %v refuse %v why %q", c.lbs, c.pbs, c.asked, bs, warn, refuse, why)
+		}
+	}
+}
