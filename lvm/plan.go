@@ -267,7 +267,7 @@ func MakePlan(inv *blockdev.Inventory, opts PlanOptions) (*Plan, error) {
 		pd := planDevice(inv, d, wipe[d.Name])
 		p.Devices = append(p.Devices, pd)
 		if len(pd.Found) > 0 && !pd.Wipe && !(d.PV != nil && (d.PV.VG == opts.HDDVG || d.PV.VG == opts.NVMeVG)) {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("%s %s: apply will refuse it; if its content may be destroyed, re-plan with --wipe %s",
+			p.Warnings = append(p.Warnings, fmt.Sprintf("%s holds data (%s): apply will refuse it; if that may be destroyed, re-plan with --wipe %s",
 				d.Name, strings.Join(pd.Found, "; "), d.Name))
 		}
 		if d.StableID == "" {

@@ -222,7 +222,7 @@ func TestPlanRefusals(t *testing.T) {
 		t.Errorf("512 asked on 512e: warnings %q", w)
 	}
 	p = mustPlan(t, busy, PlanOptions{HDDs: []string{"sda", "sdb", "sdj"}, AllowSizeMismatch: true})
-	if w := strings.Join(p.Warnings, "\n"); !strings.Contains(w, "sdj carries a ext4 signature") || !strings.Contains(w, "--wipe sdj") {
+	if w := strings.Join(p.Warnings, "\n"); !strings.Contains(w, "sdj holds data (ext4 signature at byte 1080)") || !strings.Contains(w, "--wipe sdj") {
 		t.Errorf("signature not flagged: %q", w)
 	}
 }

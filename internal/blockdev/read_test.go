@@ -106,8 +106,8 @@ func TestBusyHost(t *testing.T) {
 		}
 	}
 	check("sdg", "mounted at /backup", "xfs")
-	check("sdh", "sdh1 in use as swap", "has partitions sdh1")
-	check("sdi", "", "is an LVM PV of VG vg-old")
+	check("sdh", "sdh1 in use as swap", "partitions sdh1")
+	check("sdi", "", "LVM PV of VG vg-old")
 	check("sdj", "", "ext4 signature at byte 1080")
 	check("sdl2", "mounted at / (via sys-root)", "PV of VG sys")
 	if d := inv.Find("sdl"); d.Role != blockdev.RoleSystem {
