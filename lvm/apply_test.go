@@ -349,7 +349,9 @@ func TestApplyMakesTheFilesystemOnceAndNeverReformats(t *testing.T) {
 		t.Errorf("wrote %v", w)
 	}
 	// another filesystem on the LV: refused, not reformatted
-	a.ProbeLV = func(p string) ([]blockdev.Signature, error) { return []blockdev.Signature{{Type: "xfs", UUID: "x"}}, nil }
+	a.ProbeLV = func(p string) ([]blockdev.Signature, error) {
+		return []blockdev.Signature{{Type: "xfs", UUID: "x"}}, nil
+	}
 	if _, err := a.Apply(context.Background(), l.plan, ApplyOptions{Yes: true}); err == nil || !strings.Contains(err.Error(), "does not reformat") {
 		t.Fatalf("err %v", err)
 	}

@@ -348,7 +348,7 @@ func checkUsable(d *blockdev.Device, inv *blockdev.Inventory, wipe bool, opts Pl
 		return out
 	}
 	if busy := d.Busy(); len(busy) > 0 {
-		out = append(out, fmt.Sprintf("%s is in use: %s; stop using it first (umount, swapoff, remove the holder) or leave it out", d.Name, strings.Join(busy, "; ")))
+		out = append(out, fmt.Sprintf("%s is in use: %s; stop using it first (umount, swapoff, remove the holder), or leave it out by naming the devices with --hdd/--nvme", d.Name, strings.Join(busy, "; ")))
 	}
 	if d.PV != nil && d.PV.VG != "" && d.PV.VG != opts.HDDVG && d.PV.VG != opts.NVMeVG && !wipe {
 		out = append(out, fmt.Sprintf("%s is a PV of another VG (%s); remove it from that VG (vgreduce/vgremove) or pass --wipe %s", d.Name, d.PV.VG, d.Name))
