@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/tbhost/tbhost/cmd/tbhost/commands/labcmd"
 	"github.com/tbhost/tbhost/internal/cliutil"
 	"github.com/urfave/cli/v2"
 )
@@ -55,7 +56,9 @@ EXIT CODES:
 // commands lists the command groups; each lives in its own package under
 // cmd/tbhost/commands and is a thin layer over the library package.
 func commands() []*cli.Command {
-	return []*cli.Command{}
+	return []*cli.Command{
+		labcmd.Command(),
+	}
 }
 
 // run executes tbhost with args and returns the process exit code.
