@@ -277,7 +277,7 @@ func ScrubLV(ctx context.Context, o LVScrubOptions) (LVScrubReport, error) {
 		}
 	}
 	if !o.NoBackoff && so.Rate > 0 && so.Stats == nil {
-		so.Stats = ProcDiskstats{ProcDir: filepath.Join(o.Root, "proc"), SysDir: filepath.Join(o.Root, "sys")}
+		so.Stats = ProcDiskstats{Root: o.Root}
 	}
 	res, scrubErr := Scrub(ctx, so)
 	rep.Result = res
