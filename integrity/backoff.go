@@ -1,12 +1,13 @@
 package integrity
 
 import (
+	"context"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"time"
 
 	"github.com/prometheus/procfs/blockdevice"
+	"github.com/tbhost/tbhost/monitor"
 )
 
 // DiskCounters are the cumulative read counters of one disk in /proc/diskstats.
@@ -20,26 +21,25 @@ type DiskStatsSource interface {
 	Sample() (map[string]DiskCounters, error)
 }
 
-// ProcDiskstats reads /proc/diskstats (through prometheus/procfs) under a
-// root directory, so a fixture tree can stand in for the real /proc.
+// ProcDiskstats samples ROOT/proc/diskstats through the monitor package
+// (prometheus/procfs underneath), so a fixture tree can stand in for /proc.
 type ProcDiskstats struct {
-	ProcDir string // "/proc" or a fixture's proc
-	SysDir  string // "/sys"
+	Root string // "/" for this host
 }
 
 // Sample implements DiskStatsSource.
 func (p ProcDiskstats) Sample() (map[string]DiskCounters, error) {
-	fs, err := blockdevice.NewFS(p.ProcDir, p.SysDir)
+	src, err := monitor.NewProcSource(p.Root, monitor.RealClock{})
 	if err != nil {
 		return nil, fmt.Errorf("diskstats: %w", err)
 	}
-	stats, err := fs.ProcDiskstats()
+	s, err := src.Sample(context.Background())
 	if err != nil {
-		return nil, fmt.Errorf("diskstats %s: %w", filepath.Join(p.ProcDir, "diskstats"), err)
+		return nil, fmt.Errorf("diskstats: %w", err)
 	}
-	out := make(map[string]DiskCounters, len(stats))
-	for _, s := range stats {
-		out[s.DeviceName] = DiskCounters{Reads: s.ReadIOs, ReadTicksMs: s.ReadTicks}
+	out := make(map[string]DiskCounters, len(s.Devices))
+	for name, st := range s.Devices {
+		out[name] = DiskCounters{Reads: st.ReadIOs, ReadTicksMs: st.ReadTicks}
 	}
 	return out, nil
 }
@@ -86,10 +86,16 @@ func (r BackoffRule) Next(cur int64, disks []string, prev, now map[string]DiskCo
 	for _, disk := range names {
 		p, ok1 := prev[disk]
 		n, ok2 := now[disk]
-		if !ok1 || !ok2 || n.Reads <= p.Reads || n.ReadTicksMs < p.ReadTicksMs {
-			continue // no reads, or the counters were reset
+		if !ok1 || !ok2 || n.ReadTicksMs < p.ReadTicksMs {
+			continue // the disk vanished, or its counters were reset
 		}
-		aw := time.Duration(float64(n.ReadTicksMs-p.ReadTicksMs) / float64(n.Reads-p.Reads) * float64(time.Millisecond))
+		// iostat's r_await, as the monitor computes it
+		r := monitor.ComputeRates(blockdevice.IOStats{ReadIOs: p.Reads, ReadTicks: p.ReadTicksMs},
+			blockdevice.IOStats{ReadIOs: n.Reads, ReadTicks: n.ReadTicksMs}, 1)
+		if r.Reads == 0 {
+			continue // no reads: no r_await
+		}
+		aw := time.Duration(r.RAwaitMS * float64(time.Millisecond))
 		if aw > worst {
 			worst, d.WorstDisk = aw, disk
 		}
