@@ -466,7 +466,7 @@ func mdArrays(root string, sb *SysBlock) []Array {
 			a.Degraded = true
 			a.Problems = append(a.Problems, Problem{Critical, fmt.Sprintf("%s: degraded: %d of %d devices missing", n, md.Degraded, md.RaidDisks)})
 			for i := 0; i < md.Degraded; i++ {
-				a.Members = append(a.Members, Member{Images: []string{fmt.Sprintf("slot%d", len(slaves)+i)}, Missing: true, IntegrityMismatches: -1})
+				a.Members = append(a.Members, Member{Images: []string{fmt.Sprintf("slot%d", md.RaidDisks-md.Degraded+i)}, Missing: true, IntegrityMismatches: -1})
 			}
 		}
 		if md.ArrayState != "" && md.ArrayState != "clean" && md.ArrayState != "active" && md.ArrayState != "active-idle" && md.ArrayState != "write-pending" {
