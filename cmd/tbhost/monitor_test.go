@@ -176,3 +176,17 @@ func TestMonitorWatchPlainLines(t *testing.T) {
 		t.Error("escape codes when piped")
 	}
 }
+
+func TestMonitorServeBadListenCannotRun(t *testing.T) {
+	code, _, stderr := runTB(t, nil, "--root", fixtures+"balanced", "monitor", "serve", "--listen", "256.0.0.1:1")
+	if code != 3 || !strings.Contains(stderr, "256.0.0.1:1") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
+
+func TestMonitorWithoutSubcommandIsUsage(t *testing.T) {
+	code, _, _ := runTB(t, nil, "monitor", "nope")
+	if code != 2 {
+		t.Fatalf("exit %d", code)
+	}
+}
