@@ -3,10 +3,14 @@ package monitor
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tbhost/tbhost/internal/execx"
+	"github.com/tbhost/tbhost/lvm"
 )
 
 // copyTree copies a fixture tree (symlinks kept) so a test can alter it.
@@ -155,5 +159,25 @@ func TestMDArray(t *testing.T) {
 	}
 	if a.Members[0].ID != "ata-WDC_sda" {
 		t.Errorf("a partition's id is its disk's: %q", a.Members[0].ID)
+	}
+}
+
+type failingLVM struct{ err error }
+
+func (f failingLVM) LVs(context.Context, ...string) ([]lvm.LV, error) { return nil, f.err }
+func (f failingLVM) PVs(context.Context, ...string) ([]lvm.PV, error) { return nil, f.err }
+
+func TestLVMNotInstalledFallsBackToSysfs(t *testing.T) {
+	notFound := &execx.CommandError{Argv: []string{"lvm", "lvs"}, ExitCode: -1, Err: exec.ErrNotFound}
+	topo, err := Discover(context.Background(), DiscoverOptions{Root: "testdata/derived/balanced", LVM: failingLVM{notFound}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(topo.Arrays) != 2 || len(topo.Notes) != 1 || !strings.Contains(topo.Notes[0], "lvm is not installed") {
+		t.Errorf("arrays %d notes %q", len(topo.Arrays), topo.Notes)
+	}
+	r := Evaluate(topo.Arrays, nil, DefaultThresholds())
+	if r.Status != Unknown {
+		t.Errorf("no samples: %s", r.Status)
 	}
 }

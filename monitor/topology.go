@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tbhost/tbhost/internal/execx"
 	"github.com/tbhost/tbhost/lvm"
 )
 
@@ -143,7 +144,11 @@ func Discover(ctx context.Context, o DiscoverOptions) (Topology, error) {
 	if o.LVM != nil {
 		lvs, err = o.LVM.LVs(ctx)
 		if err != nil {
-			t.Notes = append(t.Notes, fmt.Sprintf("LVM report unavailable (%v): arrays found from /sys/block alone, without health or sync state", err))
+			if execx.NotFound(err) {
+				t.Notes = append(t.Notes, "lvm is not installed: LVM arrays found from /sys/block alone, without health or sync state")
+			} else {
+				t.Notes = append(t.Notes, fmt.Sprintf("LVM report unavailable (%v): arrays found from /sys/block alone, without health or sync state", err))
+			}
 		} else {
 			haveLVM = true
 			if pvs, err = o.LVM.PVs(ctx); err != nil {
