@@ -190,3 +190,16 @@ func TestMonitorWithoutSubcommandIsUsage(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 }
+
+// The acceptance items on REAL lab captures (monitor/testdata/captured).
+func TestMonitorCheckRealCaptures(t *testing.T) {
+	const captured = "../../monitor/testdata/captured/"
+	code, out, _ := runTB(t, nil, "--root", captured+"raid5-no-stripes", "monitor", "check", "vg-hdd/tables")
+	if first := strings.SplitN(out, "\n", 2)[0]; code != 2 || !strings.Contains(first, "sdc, sde, sdf idle") {
+		t.Errorf("misbuilt: exit %d, summary %q", code, first)
+	}
+	code, out, _ = runTB(t, nil, "--root", captured+"raid5-integrity-stripes5", "monitor", "check", "vg-hdd/tables")
+	if code != 0 || !strings.HasPrefix(out, "OK: vg-hdd/tables balanced (6 disks") {
+		t.Errorf("balanced: exit %d\n%s", code, out)
+	}
+}
