@@ -77,7 +77,7 @@ func TestLVMHealthFolding(t *testing.T) {
 	}{
 		{`"lv_health_status":"", "sync_percent":"100.00", "raid_sync_action":"idle"`, `"lv_health_status":"", "sync_percent":"42.50", "raid_sync_action":"resync"`, Warning, "resync in progress, 42.5% done"},
 		{`"lv_health_status":"", "sync_percent":"100.00", "raid_sync_action":"idle"`, `"lv_health_status":"", "sync_percent":"42.50", "raid_sync_action":"check"`, OK, "balanced"},
-		{`"integritymismatches":"0"`, `"integritymismatches":"7"`, Warning, "7 integrity mismatches"},
+		{`"integritymismatches":"0"`, `"integritymismatches":"7"`, Warning, "vg-hdd/tables: 7 integrity mismatches on the array, none attributed to an image"},
 		{`"lv_health_status":""`, `"lv_health_status":"repair needed"`, Critical, `lv_health_status "repair needed"`},
 		{`"lv_health_status":""`, `"lv_health_status":"brand new state"`, Warning, `unknown lv_health_status "brand new state"`},
 		{`"lv_attr":"rwi-a-r---"`, `"lv_attr":"rwi-a-r-r-"`, Critical, "refresh needed"},
@@ -89,6 +89,21 @@ func TestLVMHealthFolding(t *testing.T) {
 		if r.Status != c.status || !strings.Contains(r.Summary, c.want) {
 			t.Errorf("%s: %s %q, want %s containing %q", c.new, r.Status, r.Summary, c.status, c.want)
 		}
+	}
+}
+
+func TestIntegrityMismatchNamesTheDisk(t *testing.T) {
+	root := copyTree(t, "testdata/derived/balanced")
+	lvs := filepath.Join(root, "lvm/lvs.json")
+	editFile(t, lvs, `"integritymismatches":"0"`, `"integritymismatches":"3"`) // the array's total
+	editFile(t, lvs, `"lv_name":"[tables_rimage_2]", "vg_name":"vg-hdd", "lv_attr":"gwi-aor---", "lv_size":"0", "segtype":"integrity", "stripes":"1", "data_stripes":"1", "stripe_size":"0", "devices":"tables_rimage_2_iorig(0)", "lv_health_status":"", "sync_percent":"", "raid_sync_action":"", "raid_mismatch_count":"", "integritymismatches":"0"`,
+		`"lv_name":"[tables_rimage_2]", "vg_name":"vg-hdd", "lv_attr":"gwi-aor---", "lv_size":"0", "segtype":"integrity", "stripes":"1", "data_stripes":"1", "stripe_size":"0", "devices":"tables_rimage_2_iorig(0)", "lv_health_status":"", "sync_percent":"", "raid_sync_action":"", "raid_mismatch_count":"", "integritymismatches":"3"`)
+	r := checkTree(t, root, "vg-hdd/tables")
+	if r.Status != Warning || !strings.Contains(r.Summary, "vg-hdd/tables_rimage_2 on /dev/sdc: 3 integrity mismatches") {
+		t.Fatalf("%s %q", r.Status, r.Summary)
+	}
+	if m := r.Arrays[0].Members[2]; m.Disk != "sdc" || m.IntegrityMismatches != 3 {
+		t.Errorf("member %+v", m.Member)
 	}
 }
 

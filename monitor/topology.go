@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tbhost/tbhost/integrity"
 	"github.com/tbhost/tbhost/internal/execx"
 	"github.com/tbhost/tbhost/lvm"
 )
@@ -290,6 +291,7 @@ func lvmArrays(root string, sb *SysBlock, all []lvm.LV, pvs []lvm.PV) []Array {
 			a.Problems = append(a.Problems, Problem{Critical, fmt.Sprintf("%s: not active (no device-mapper device %s); activate it with: vgchange -ay %s", a.Name, DMName(lv.VG, lv.Name), lv.VG)})
 		}
 		a.Problems = append(a.Problems, lvHealth(a.Name, lv)...)
+		a.Problems = append(a.Problems, integrityMismatches(all, lv)...)
 		if lv.Health == "partial" || (len(lv.Attr) >= 9 && lv.Attr[8] == 'p') {
 			a.Degraded = true
 		}
@@ -335,11 +337,20 @@ func lvHealth(name string, lv lvm.LV) []Problem {
 			p = append(p, Problem{Warning, fmt.Sprintf("%s: lv_attr %s: volume health %q", name, lv.Attr, string(c))})
 		}
 	}
-	if lv.IntegrityMismatches > 0 {
-		p = append(p, Problem{Warning, fmt.Sprintf("%s: %d integrity mismatches (blocks were repaired from parity; a disk returns bad data)", name, lv.IntegrityMismatches)})
-	}
 	if lv.RaidMismatchCount > 0 {
 		p = append(p, Problem{Warning, fmt.Sprintf("%s: raid_mismatch_count %d after the last check", name, lv.RaidMismatchCount)})
+	}
+	return p
+}
+
+// integrityMismatches are `tbhost integrity status`'s findings on mismatches:
+// per image, naming the disk, or on the array when no image owns them.
+func integrityMismatches(all []lvm.LV, lv lvm.LV) []Problem {
+	var p []Problem
+	for _, text := range integrity.ArrayStatusOf(all, lv).Problems {
+		if strings.Contains(text, "integrity mismatches") {
+			p = append(p, Problem{Warning, text})
+		}
 	}
 	return p
 }
