@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -196,3 +197,34 @@ func TestLVMNotInstalledFallsBackToSysfs(t *testing.T) {
 		t.Errorf("no samples: %s", r.Status)
 	}
 }
+
+// lvm2 2.03.16 refuses degraded activation of raid with integrity: a missing
+// disk at boot leaves the LV inactive and partial (as in the lab's capture).
+func TestInactivePartialArrayIsCritical(t *testing.T) {
+	root := copyTree(t, "testdata/derived/missing")
+	for i := 0; i <= 28; i++ {
+		if err := os.RemoveAll(filepath.Join(root, "sys/block", "dm-"+itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	editFile(t, filepath.Join(root, "lvm/lvs.json"), `"lv_attr":"rwi-a-r-p-"`, `"lv_attr":"rwi---r-p-"`)
+	r := checkTree(t, root, "vg-hdd/tables")
+	if r.Status != Critical {
+		t.Fatalf("%s %q", r.Status, r.Summary)
+	}
+	text := ""
+	for _, p := range r.Arrays[0].Problems {
+		text += p.Text + "\n"
+	}
+	for _, want := range []string{"not active", "image tables_rimage_5 has no disk", "partial"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("problems lack %q:\n%s", want, text)
+		}
+	}
+	// the other images are located from LVM's report
+	if got := memberDisks(r.Arrays[0].Array); strings.Join(got, " ") != "sda sdb sdc sdd sde missing:tables_rimage_5" {
+		t.Errorf("members %v", got)
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
