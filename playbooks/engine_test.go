@@ -542,11 +542,11 @@ func TestLogFormat(t *testing.T) {
 
 func TestOnlyOneRunAtATime(t *testing.T) {
 	store := &Store{Dir: t.TempDir()}
-	unlock, err := store.Lock()
+	lock, err := store.Lock()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer unlock()
+	defer lock.Unlock()
 	f := newFake()
 	e, _ := newEngine(f)
 	pb := mustParse(t, threeSteps)

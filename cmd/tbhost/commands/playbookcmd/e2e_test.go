@@ -157,6 +157,53 @@ steps:
 		}
 	})
 
+	t.Run("after kill -9 the step that still runs keeps the playbook locked; then --resume redoes it", func(t *testing.T) {
+		pidfile := filepath.Join(dir, "orphan.pid")
+		pb := filepath.Join(dir, "orphan.yaml")
+		os.WriteFile(pb, []byte(fmt.Sprintf(`name: orphan
+params:
+  - name: secs
+    default: "300"
+steps:
+  - name: quick
+    shell: ["true"]
+  - name: long
+    shell: [sh, -c, 'echo $$ > "$0.tmp"; mv "$0.tmp" "$0"; sleep $1', %s, "{{.secs}}"]
+`, pidfile)), 0o644)
+		cmd := exec.Command(bin, "playbook", "run", "--state-dir", state, pb)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var child int
+		for deadline := time.Now().Add(20 * time.Second); child == 0; {
+			if b, err := os.ReadFile(pidfile); err == nil && strings.HasSuffix(string(b), "\n") {
+				child, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+			} else if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatal("the long step never started")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		defer syscall.Kill(-child, syscall.SIGKILL)
+		cmd.Process.Kill() // kill -9: no chance to clean up
+		cmd.Wait()
+		code, _, stderr := tb(t, bin, "playbook", "run", "--resume", "--set", "secs=0", "--accept-changes", "--state-dir", state, pb)
+		if code != 3 || !strings.Contains(stderr, "in progress") {
+			t.Fatalf("resume while the orphaned step runs: exit %d %s", code, stderr)
+		}
+		syscall.Kill(-child, syscall.SIGKILL) // the step's process group ends
+		for deadline := time.Now().Add(5 * time.Second); !zombie(child) && syscall.Kill(child, 0) == nil; {
+			if time.Now().After(deadline) {
+				t.Fatal("orphan did not die")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		code, out, stderr := tb(t, bin, "playbook", "run", "--resume", "--set", "secs=0", "--accept-changes", "--state-dir", state, pb)
+		if code != 0 || !strings.Contains(out, "long") || strings.Contains(out, "==> [1/2] quick") {
+			t.Fatalf("resume: exit %d\n%s%s", code, out, stderr)
+		}
+	})
+
 	t.Run("nagios playbook is silent when OK and exits with the worst status", func(t *testing.T) {
 		pb := filepath.Join(dir, "hc.yaml")
 		os.WriteFile(pb, []byte(`name: hc
