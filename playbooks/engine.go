@@ -68,7 +68,8 @@ type StepResult struct {
 	ExitCode *int          `json:"exit_code,omitempty"`
 	Nagios   string        `json:"nagios,omitempty"`
 	Attempts int           `json:"attempts,omitempty"`
-	Duration time.Duration `json:"duration_ns"`
+	Duration time.Duration `json:"-"`
+	Seconds  float64       `json:"seconds"`
 	Output   string        `json:"output_tail,omitempty"`
 	Previous bool          `json:"from_previous_run,omitempty"`
 }
@@ -521,6 +522,7 @@ func (r *run) step(ctx context.Context, i int) StepResult {
 	r.save()
 	finish := func(status, reason string) StepResult {
 		res.Status, res.Reason, res.Duration = status, reason, r.e.now().Sub(started)
+		res.Seconds = res.Duration.Seconds()
 		if r.pb.Nagios && res.Nagios == "" {
 			switch status {
 			case StepDone, StepSkipped, StepNotRun:

@@ -239,6 +239,10 @@ func TestScheduleInstallAndRefusals(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "15 4 * * * root flock -n /run/lock/tbhost-nightly.lock "+bin+" playbook run --yes "+pbFile) {
 		t.Errorf("cron: exit %d\n%s", code, out)
 	}
+	// A playbook with a confirmation gate is never scheduled (it would run with --yes).
+	if code, _, stderr := runApp(t, true, "playbook", "schedule", "--binary", bin, "provision-host"); code != 1 || !strings.Contains(stderr, "confirmation gate (step lvm-apply") {
+		t.Errorf("provision-host scheduled: exit %d %s", code, stderr)
+	}
 	// A playbook that does not validate against this build is not scheduled.
 	if code, _, stderr := runApp(t, false, "playbook", "schedule", "--binary", bin, "health-check"); code != 1 || !strings.Contains(stderr, "does not validate") {
 		t.Errorf("invalid playbook scheduled: exit %d %s", code, stderr)

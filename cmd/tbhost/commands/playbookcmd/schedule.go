@@ -66,6 +66,11 @@ func scheduleAction(c *cli.Context) error {
 	if _, err := playbooks.Validate(pb, liveCommands{c.App}); err != nil {
 		return cliutil.Problem(fmt.Errorf("refusing to schedule a playbook that does not validate against this build:\n%w", err))
 	}
+	for _, s := range pb.Steps {
+		if s.Confirm != nil {
+			return cliutil.Problemf("playbook %s has a confirmation gate (step %s: %q); a scheduled run would pass it unattended with --yes, so tbhost does not schedule it: schedule check playbooks such as health-check", pb.Name, s.Name, s.Confirm.Prompt)
+		}
+	}
 	hour, minute, err := playbooks.ParseAt(c.String("at"))
 	if err != nil {
 		return cliutil.Usage(err)
