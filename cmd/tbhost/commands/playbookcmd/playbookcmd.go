@@ -30,9 +30,11 @@ func Command() *cli.Command {
    retries. Built in: provision-host, pre-cutover, health-check (tbhost playbook list).
 
    tbhost playbook show provision-host                 what it does, its parameters
-   tbhost playbook run provision-host --dry-run        every command it would run
-   tbhost playbook run provision-host --set hdd=/dev/disk/by-id/wwn-0x5000c500a1b2c3d4,...
-   tbhost playbook run provision-host --resume         continue after an interruption
+   tbhost playbook run --dry-run provision-host        every command it would run
+   tbhost playbook run --set hdd=/dev/disk/by-id/wwn-0x5000c500a1b2c3d4,... provision-host
+   tbhost playbook run --resume provision-host         continue after an interruption
+
+   Flags go before the playbook name.
    tbhost playbook schedule health-check --install     nightly, as a systemd timer
 
    The format is documented in docs/playbooks.md.`,
@@ -89,14 +91,13 @@ func listCommand() *cli.Command {
 				if err != nil {
 					return cliutil.CannotRun(err)
 				}
-				first, _, _ := strings.Cut(pb.Description, "\n")
-				list = append(list, entry{pb.Name, first, pb.Description, pb.StepNames()})
+				list = append(list, entry{pb.Name, summary(pb.Description), pb.Description, pb.StepNames()})
 			}
 			return g.Output(list, func(w io.Writer) error {
 				for _, e := range list {
 					fmt.Fprintf(w, "%-16s %s\n", e.Name, e.Summary)
 				}
-				fmt.Fprintln(w, "\nMore: tbhost playbook show NAME; a dry run: tbhost playbook run NAME --dry-run")
+				fmt.Fprintln(w, "\nMore: tbhost playbook show NAME; a dry run: tbhost playbook run --dry-run NAME")
 				return nil
 			})
 		},
@@ -417,4 +418,13 @@ func paramNamed(pb *playbooks.Playbook, name string) (playbooks.Param, bool) {
 		}
 	}
 	return playbooks.Param{}, false
+}
+
+// summary is the first sentence of a description (up to the first colon).
+func summary(desc string) string {
+	s := strings.Join(strings.Fields(desc), " ")
+	if i := strings.IndexAny(s, ".:"); i > 0 {
+		s = s[:i]
+	}
+	return s
 }

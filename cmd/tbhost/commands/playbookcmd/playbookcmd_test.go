@@ -3,6 +3,7 @@ package playbookcmd
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -224,6 +225,13 @@ func TestScheduleInstallAndRefusals(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "tbhost-nightly.timer")); err != nil {
 		t.Fatal(err)
+	}
+	if analyze, err := exec.LookPath("systemd-analyze"); err == nil {
+		if out, err := exec.Command(analyze, "verify", filepath.Join(dir, "tbhost-nightly.service"), filepath.Join(dir, "tbhost-nightly.timer")).CombinedOutput(); err != nil || len(out) > 0 {
+			t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+		}
+	} else {
+		t.Log("systemd-analyze not installed (Debian package systemd): units not verified here")
 	}
 	if code, out, _ := runApp(t, false, args...); code != 0 || !strings.Contains(out, "unchanged") {
 		t.Errorf("second install: exit %d %s", code, out)
