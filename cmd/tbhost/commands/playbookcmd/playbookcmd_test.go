@@ -175,7 +175,9 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"playbook", "run", "--set", "nope=1", "health-check"}, 2, `has no parameter "nope"`},
 		{[]string{"playbook", "run", "no-such-playbook"}, 2, "built in: health-check, pre-cutover, provision-host"},
 		{[]string{"playbook", "run", "--hold-file", "/x", "health-check"}, 2, "has no hold_file parameter"},
-		{[]string{"playbook", "run", "health-check", "--yes"}, 2, "put flags before it"},
+		{[]string{"playbook", "run", "health-check", "pre-cutover"}, 2, "takes one playbook"},
+		{[]string{"playbook", "run", "health-check", "--no-such-flag"}, 2, "flag provided but not defined: --no-such-flag"},
+		{[]string{"playbook", "run", "health-check", "--from"}, 2, "flag needs an argument: --from"},
 		{[]string{"playbook", "schedule", "--at", "25:00", "health-check"}, 2, "HH:MM"},
 	} {
 		code, out, stderr := runApp(t, true, tc.args...)
@@ -254,5 +256,30 @@ func TestScheduleInstallAndRefusals(t *testing.T) {
 	// A playbook that does not validate against this build is not scheduled.
 	if code, _, stderr := runApp(t, false, "playbook", "schedule", "--binary", bin, "health-check"); code != 1 || !strings.Contains(stderr, "does not validate") {
 		t.Errorf("invalid playbook scheduled: exit %d %s", code, stderr)
+	}
+}
+
+// The issue writes flags after the playbook (run NAME [--dry-run] ...);
+// urfave/cli alone would take them as arguments.
+func TestFlagsAfterThePlaybookName(t *testing.T) {
+	code, out, stderr := runApp(t, true, "playbook", "run", "provision-host", "--dry-run", "--set", "hdd=/dev/sdx", "-n", "--from=lvm-plan")
+	if code != 0 || !strings.Contains(out, "tbhost lvm plan --hdd /dev/sdx -o") {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, _ = runApp(t, true, "playbook", "run", "health-check", "--dry-run", "--json")
+	if code != 0 || !strings.HasPrefix(out, "{") || !strings.Contains(out, `"steps"`) {
+		t.Errorf("--json after the name: exit %d %.200s", code, out)
+	}
+	code, out, _ = runApp(t, true, "playbook", "show", "health-check", "--json")
+	if code != 0 || !strings.Contains(out, `"nagios": true`) {
+		t.Errorf("show --json after the name: exit %d %.200s", code, out)
+	}
+	code, out, _ = runApp(t, true, "playbook", "run", "health-check", "--help")
+	if code != 0 || !strings.Contains(out, "--accept-changes") {
+		t.Errorf("--help after the name: exit %d %.300s", code, out)
+	}
+	code, out, _ = runApp(t, true, "playbook", "schedule", "health-check", "--cron", "--binary", "/usr/local/bin/tbhost", "--at", "02:10")
+	if code != 0 || !strings.Contains(out, "10 2 * * * root flock -n") {
+		t.Errorf("schedule flags after the name: exit %d\n%s", code, out)
 	}
 }
