@@ -204,6 +204,42 @@ steps:
 		}
 	})
 
+	t.Run("runs in a busybox userland (no bash, no coreutils, no systemd)", func(t *testing.T) {
+		bb, err := exec.LookPath("busybox")
+		if err != nil {
+			t.Skip("busybox not installed (Debian busybox-static; .ci/install-deps installs it)")
+		}
+		applets := filepath.Join(dir, "bb")
+		os.MkdirAll(applets, 0o755)
+		for _, a := range []string{"sh", "mkdir", "awk", "grep", "sed", "true", "touch"} {
+			os.Symlink(bb, filepath.Join(applets, a))
+		}
+		pb := filepath.Join(dir, "bb.yaml")
+		os.WriteFile(pb, []byte(fmt.Sprintf(`name: bb
+steps:
+  - name: self
+    tbhost: [playbook, list]
+  - name: root-is-mounted
+    skip_if: {shell: [sh, -c, 'awk -v d="$0" "\$2 == d {f=1} END {exit !f}" /proc/mounts', /proc]}
+    shell: [sh, -c, 'echo "/proc is not a mount point" >&2; exit 1']
+  - name: dir
+    shell: [mkdir, -p, %[1]s/made/by/busybox]
+  - name: script
+    shell: [sh, -c, 'test -d "$0" && touch "$0/ok"', %[1]s/made/by/busybox]
+`, dir)), 0o644)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, "playbook", "run", "--state-dir", state, pb)
+		cmd.Env = []string{"PATH=" + applets, "HOME=" + dir}
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "skipped") {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "made/by/busybox/ok")); err != nil {
+			t.Errorf("the busybox steps did not run: %v\n%s", err, out)
+		}
+	})
+
 	t.Run("nagios playbook is silent when OK and exits with the worst status", func(t *testing.T) {
 		pb := filepath.Join(dir, "hc.yaml")
 		os.WriteFile(pb, []byte(`name: hc
