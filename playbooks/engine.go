@@ -176,14 +176,15 @@ func (e *Engine) Run(ctx context.Context, pb *Playbook, opts Options) (*Report, 
 		rep.Steps[i] = StepResult{Name: s.Name, Status: StepNotRun}
 	}
 	if opts.Resume && opts.From == "" {
+		// Keep every step the previous run completed; run the others (for a
+		// keep_going playbook: only the checks that failed, and what follows).
 		start = len(pb.Steps)
 		for i, s := range pb.Steps {
 			if ps, ok := prevStep(prev, s.Name); ok && ps.Completed() {
 				rep.Steps[i] = StepResult{Name: s.Name, Status: ps.Status, Reason: "in run " + prev.RunID, ExitCode: ps.ExitCode, Nagios: ps.Nagios, Previous: true}
-				continue
+			} else if start == len(pb.Steps) {
+				start = i
 			}
-			start = i
-			break
 		}
 	}
 	for i := 0; i < start && i < len(pb.Steps); i++ {
@@ -205,6 +206,9 @@ func (e *Engine) Run(ctx context.Context, pb *Playbook, opts Options) (*Report, 
 		}
 		if failed && !pb.KeepGoing && !pb.Nagios {
 			break
+		}
+		if rep.Steps[i].Previous {
+			continue
 		}
 		res := r.step(ctx, i)
 		rep.Steps[i] = res
