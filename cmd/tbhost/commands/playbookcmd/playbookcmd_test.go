@@ -42,7 +42,7 @@ func issueInterface() []*cli.Command {
 			leaf("extract", slice("tables"), str("store"), str("upto"), str("jobs")),
 			leaf("verify", slice("tables"), str("store"), boolean("full"))),
 		group("monitor",
-			leaf("check", str("for"), str("warn"), str("crit"), str("min-reads"), boolean("quiet"), str("textfile")),
+			leaf("check", str("for"), str("interval"), str("warn"), str("crit"), str("min-reads"), str("no-traffic"), boolean("quiet"), str("textfile")),
 			leaf("watch"),
 			leaf("serve", str("listen"))),
 		group("integrity",
@@ -150,7 +150,7 @@ func TestDryRunOfEachEmbeddedPlaybook(t *testing.T) {
 		{"pre-cutover", []string{"--hold-file", "/run/tbhost-hold"},
 			[]string{"tbhost integrity verify-tables --checksums /var/lib/tbhost/checksums/sha256 --complete /srv/syzygy", "load:     tbhost bench probe --tables /srv/syzygy --store /srv/syzygy-prefix --clients 12", "hold:     waits while /run/tbhost-hold exists", "report:   go-no-go"}},
 		{"health-check", nil,
-			[]string{"tbhost integrity scrub --rate 100MiB/s --budget 30m --state /var/lib/tbhost/scrub.state vg-hdd/tables", "tbhost prefix verify --tables /srv/syzygy --store /srv/syzygy-prefix", "exit status map[1:CRITICAL 2:UNKNOWN]"}},
+			[]string{"tbhost integrity scrub --rate 100MiB/s --budget 30m vg-hdd/tables", "tbhost prefix verify --tables /srv/syzygy --store /srv/syzygy-prefix", "exit status map[1:CRITICAL 2:UNKNOWN]"}},
 	} {
 		args := append([]string{"playbook", "run", "--dry-run"}, tc.args...)
 		code, out, stderr := runApp(t, true, append(args, tc.name)...)
