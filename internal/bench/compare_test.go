@@ -200,7 +200,8 @@ func harnessLat(b *testing.B, file string, n int, cold bool) [3]float64 {
 // BenchmarkProbeVsFio: the probe harness's latency percentiles for 4 KiB
 // random reads against fio's for the same number of reads on the same
 // file, from the page cache (harness overhead) and after eviction (disk).
-// Goal: within 10 %.
+// Five interleaved rounds, best of each side per percentile (the machine
+// is shared: a neighbour's burst should not decide). Goal: within 10 %.
 func BenchmarkProbeVsFio(b *testing.B) {
 	if _, err := exec.LookPath("fio"); err != nil {
 		b.Skip("fio not installed (Debian package fio); skipping the comparison")
@@ -211,20 +212,44 @@ func BenchmarkProbeVsFio(b *testing.B) {
 	if err := os.WriteFile(file, data, 0o644); err != nil {
 		b.Fatal(err)
 	}
+	data = nil
+	best := func(acc *[3]float64, v [3]float64) {
+		for i := range acc {
+			if acc[i] == 0 || v[i] < acc[i] {
+				acc[i] = v[i]
+			}
+		}
+	}
 	for _, cold := range []bool{false, true} {
-		name, n := "cached", 200000
+		name, n := "cached", 100000
 		if cold {
-			name, n = "cold", 5000
+			name, n = "cold", 3000
 		}
 		if !cold {
 			harnessLat(b, file, n, false) // read everything into the cache once
 		}
-		fio := fioLat(b, file, n, cold)
-		h := harnessLat(b, file, n, cold)
+		var fio, h [3]float64
+		for round := 0; round < 5; round++ {
+			if cold {
+				if err := evict(file); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if round%2 == 0 {
+				best(&fio, fioLat(b, file, n, cold))
+				best(&h, harnessLat(b, file, n, cold))
+			} else {
+				best(&h, harnessLat(b, file, n, cold))
+				if cold {
+					evict(file)
+				}
+				best(&fio, fioLat(b, file, n, cold))
+			}
+		}
 		for i, q := range []string{"p50", "p90", "p99"} {
 			b.ReportMetric(h[i]/fio[i], name+"-"+q+"-ratio")
 		}
-		b.Logf("%s 4KiB random reads x %d: harness p50/p90/p99 %.4f/%.4f/%.4f ms; fio %.4f/%.4f/%.4f ms",
-			name, n, h[0], h[1], h[2], fio[0], fio[1], fio[2])
+		b.Logf("%s 4KiB random reads x %d: harness p50/p90/p99 %.4f/%.4f/%.4f ms; fio %.4f/%.4f/%.4f ms; ratios %.2f/%.2f/%.2f (goal 0.9-1.1)",
+			name, n, h[0], h[1], h[2], fio[0], fio[1], fio[2], h[0]/fio[0], h[1]/fio[1], h[2]/fio[2])
 	}
 }
