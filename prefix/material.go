@@ -26,6 +26,19 @@ func (k Kind) String() string {
 // MarshalText makes Kind print as "wdl"/"dtz" in JSON.
 func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
+// UnmarshalText reads "wdl" or "dtz".
+func (k *Kind) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "wdl":
+		*k = WDL
+	case "dtz":
+		*k = DTZ
+	default:
+		return fmt.Errorf("table kind %q: want wdl or dtz", b)
+	}
+	return nil
+}
+
 // Extension returns ".rtbw" or ".rtbz".
 func (k Kind) Extension() string {
 	if k == DTZ {

@@ -52,7 +52,17 @@ func Command() *cli.Command {
 }
 
 func tablesFlag() cli.Flag {
-	return &cli.StringSliceFlag{Name: "tables", Usage: "table directory `DIR` (searched recursively for .rtbw/.rtbz; repeat for several)", Required: true}
+	return &cli.StringSliceFlag{Name: "tables", Usage: "table directory `DIR` (searched recursively for .rtbw/.rtbz; repeat for several)"}
+}
+
+// required returns a usage error (exit 2) naming the first missing flag.
+func required(c *cli.Context, names ...string) error {
+	for _, n := range names {
+		if !c.IsSet(n) {
+			return cliutil.Usagef("%s needs --%s; see tbhost prefix %s --help", c.Command.FullName(), n, c.Command.Name)
+		}
+	}
+	return nil
 }
 
 func jobsFlag(def int) cli.Flag {
@@ -207,12 +217,15 @@ func planCommand() *cli.Command {
    Example: tbhost prefix plan --tables /srv/syzygy --capacity 402GiB`,
 		Flags: []cli.Flag{
 			tablesFlag(),
-			&cli.StringFlag{Name: "capacity", Usage: "usable bytes of the store file system (`SIZE`, e.g. 402GiB, 431GB)", Required: true},
+			&cli.StringFlag{Name: "capacity", Usage: "usable bytes of the store file system (`SIZE`, e.g. 402GiB, 431GB)"},
 			&cli.BoolFlag{Name: "list", Usage: "list every table with its planned level"},
 			jobsFlag(4),
 			cliutil.JSONFlag(),
 		},
 		Action: func(c *cli.Context) error {
+			if err := required(c, "tables", "capacity"); err != nil {
+				return err
+			}
 			g := cliutil.Get(c)
 			capacity, err := sizes.Parse(c.String("capacity"))
 			if err != nil {
@@ -289,18 +302,23 @@ func extractCommand() *cli.Command {
    A manifest (tbhost-prefix-manifest.jsonl) records each table's path, size, mtime, prefix
    length and SHA-256; a rerun skips prefixes that are already valid and finishes the rest.
    Free space is checked first. Bad tables are named, skipped, and make the exit code 1.
+   With --capacity SIZE instead of --upto, each table gets the level prefix plan picks.
 
    Example: tbhost prefix extract --tables /srv/syzygy --store /srv/prefix --jobs 8`,
 		Flags: []cli.Flag{
 			tablesFlag(),
-			&cli.StringFlag{Name: "store", Usage: "prefix store directory `DIR` (the NVMe mount; must exist)", Required: true},
+			&cli.StringFlag{Name: "store", Usage: "prefix store directory `DIR` (the NVMe mount; must exist)"},
 			&cli.StringFlag{Name: "upto", Value: "block-lengths", Usage: "how far each prefix reaches: block-lengths (full prefix) or sparse-index"},
+			&cli.StringFlag{Name: "capacity", Usage: "for a store of `SIZE` too small for every full prefix: per table, the level prefix plan picks (instead of --upto)"},
 			jobsFlag(4),
 			&cli.BoolFlag{Name: "force", Usage: "rewrite every prefix, even those the manifest shows valid"},
 			&cli.DurationFlag{Name: "pause-each", Hidden: true, Usage: "testing: sleep after each file"},
 			cliutil.JSONFlag(),
 		},
 		Action: func(c *cli.Context) error {
+			if err := required(c, "tables", "store"); err != nil {
+				return err
+			}
 			g := cliutil.Get(c)
 			upto, err := prefix.ParseUpto(c.String("upto"))
 			if err != nil {
@@ -315,12 +333,34 @@ func extractCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			var byName map[string]prefix.Upto
+			if c.IsSet("capacity") {
+				if c.IsSet("upto") {
+					return cliutil.Usagef("give --capacity (levels from the plan) or --upto, not both")
+				}
+				capacity, err := sizes.Parse(c.String("capacity"))
+				if err != nil {
+					return cliutil.Usage(fmt.Errorf("--capacity: %w", err))
+				}
+				var ls []*prefix.Layout
+				for _, p := range ps {
+					if p.Err == nil {
+						ls = append(ls, p.Layout)
+					}
+				}
+				plan := prefix.MakePlan(ls, capacity)
+				if !plan.FitsSparse {
+					return cliutil.Problemf("not even the sparse prefixes fit in %s (%s needed); nothing extracted", sizes.Format(capacity), sizes.Format(plan.SparseOnDisk))
+				}
+				byName = plan.UptoByName()
+				fmt.Fprintf(g.Stderr, "extract: plan for %s: %d full prefixes, %d sparse\n", sizes.Format(capacity), plan.FullTables, plan.Tables-plan.FullTables)
+			}
 			var prog prefix.Progress
 			if !g.JSON || g.Terminal() {
 				prog = newProgress(g)
 			}
 			rep, err := prefix.Extract(ctx, ps, prefix.ExtractOptions{
-				Store: c.String("store"), Upto: upto, Jobs: c.Int("jobs"), Force: c.Bool("force"),
+				Store: c.String("store"), Upto: upto, UptoByName: byName, Jobs: c.Int("jobs"), Force: c.Bool("force"),
 				Pause: c.Duration("pause-each"), Progress: prog,
 			})
 			if err != nil {
@@ -375,12 +415,15 @@ func verifyCommand() *cli.Command {
    A stale prefix must never pass: servers that use the store check nothing themselves.`,
 		Flags: []cli.Flag{
 			tablesFlag(),
-			&cli.StringFlag{Name: "store", Usage: "prefix store directory `DIR`", Required: true},
+			&cli.StringFlag{Name: "store", Usage: "prefix store directory `DIR`"},
 			&cli.BoolFlag{Name: "full", Usage: "also reread the tables' prefix bytes and compare (HDD reads)"},
 			jobsFlag(4),
 			cliutil.JSONFlag(),
 		},
 		Action: func(c *cli.Context) error {
+			if err := required(c, "tables", "store"); err != nil {
+				return err
+			}
 			g := cliutil.Get(c)
 			ctx, cancel := signalContext(c)
 			defer cancel()
