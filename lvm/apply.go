@@ -1,0 +1,592 @@
+package lvm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tbhost/tbhost/internal/blockdev"
+	"github.com/tbhost/tbhost/internal/execx"
+	"github.com/tbhost/tbhost/internal/sizes"
+)
+
+// StepTimeout bounds each command apply runs.
+const StepTimeout = 30 * time.Minute
+
+// Applier applies plans. Every external program goes through Runner.
+type Applier struct {
+	Runner execx.Runner
+	// Inventory re-reads the machine (blockdev.Read with InventoryOptions).
+	Inventory func(ctx context.Context) (*blockdev.Inventory, error)
+	// Out gets one line per step as it happens (human progress); may be nil.
+	Out io.Writer
+	// Confirm asks the operator; nil means there is no terminal to ask on.
+	Confirm func(question string) error
+	// ProbeLV reads an LV's signatures (to skip mkfs on a filesystem that
+	// exists); nil reads the device node.
+	ProbeLV func(path string) ([]blockdev.Signature, error)
+	// Sleep waits between sync polls; nil uses time.Sleep with ctx.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Progress reports sync progress (percent 0..100) of an LV; may be nil.
+	Progress func(lv string, percent float64)
+}
+
+// ApplyOptions are `tbhost lvm apply`'s flags.
+type ApplyOptions struct {
+	DryRun       bool
+	Yes          bool
+	WaitSync     bool
+	PollInterval time.Duration
+}
+
+// Step is one plan command and what apply did with it.
+type Step struct {
+	Argv   Command `json:"argv"`
+	Action string  `json:"action"` // run, skip, would-run, failed, not-reached
+	Why    string  `json:"why,omitempty"`
+	Stderr string  `json:"stderr,omitempty"`
+}
+
+// ApplyReport is the outcome of an apply.
+type ApplyReport struct {
+	Host         string   `json:"host"`
+	DryRun       bool     `json:"dry_run"`
+	Notes        []string `json:"notes,omitempty"`
+	Steps        []Step   `json:"steps"`
+	Verification []Check  `json:"verification,omitempty"`
+	Verified     bool     `json:"verified"`
+	Next         []string `json:"next,omitempty"`
+}
+
+// StepFailedError is a command that failed during apply.
+type StepFailedError struct {
+	Argv Command
+	Err  error
+}
+
+func (e *StepFailedError) Error() string {
+	return fmt.Sprintf("%s failed: %v; nothing after it ran. Fix the cause and run apply again: steps already done are skipped", execx.Quote(e.Argv), e.Err)
+}
+func (e *StepFailedError) Unwrap() error { return e.Err }
+
+// VerifyFailedError means the arrays exist but are not what the plan says.
+type VerifyFailedError struct{ Failed []Check }
+
+func (e *VerifyFailedError) Error() string {
+	var s []string
+	for _, c := range e.Failed {
+		s = append(s, c.String())
+	}
+	return "verification failed:\n  " + strings.Join(s, "\n  ")
+}
+
+func (a Applier) say(format string, args ...any) {
+	if a.Out != nil {
+		fmt.Fprintf(a.Out, format+"\n", args...)
+	}
+}
+
+// current is the machine and LVM as apply sees them.
+type current struct {
+	inv      *blockdev.Inventory
+	dev      map[string]*blockdev.Device // plan device id -> device now
+	pvs      []PV
+	vgs      []VG
+	lvs      []LV
+	pvOf     map[string]*PV // plan device id -> its PV now
+	byPVPath func(string) string
+}
+
+// Apply runs the plan: it refuses a stale plan, devices that are in use or
+// carry data (unless the plan says wipe and the operator agrees), and LVM
+// objects whose shape conflicts with the plan; then it runs the plan's
+// commands, skipping those already done, and verifies the arrays.
+func (a Applier) Apply(ctx context.Context, p *Plan, opts ApplyOptions) (*ApplyReport, error) {
+	rep := &ApplyReport{Host: p.Host, DryRun: opts.DryRun}
+	cur, err := a.look(ctx, p)
+	if err != nil {
+		return rep, err
+	}
+	if cur.inv.Fingerprint != p.InventoryFingerprint {
+		rep.Notes = append(rep.Notes, "the machine's disks changed since planning (fingerprint differs); the planned devices themselves are unchanged")
+	}
+	if err := a.guard(p, cur, rep); err != nil {
+		return rep, err
+	}
+	existedLV := map[string]bool{}
+	for _, ar := range p.Arrays {
+		if _, ok := Find(cur.lvs, ar.VG, ar.LV); ok {
+			existedLV[ar.DevPath()] = true
+		}
+	}
+	steps, wipes, err := a.decide(p, cur, existedLV)
+	if err != nil {
+		return rep, err
+	}
+	rep.Steps = steps
+	toRun := 0
+	for _, s := range steps {
+		if s.Action == "would-run" {
+			toRun++
+		}
+	}
+	if opts.DryRun {
+		for _, s := range steps {
+			a.say("%-9s %s%s", s.Action, execx.Quote(s.Argv), why(s.Why))
+		}
+		if toRun == 0 {
+			rep.Verification, rep.Verified = a.verify(p, cur)
+		}
+		rep.Next = a.next(p)
+		return rep, nil
+	}
+	if toRun > 0 && !opts.Yes {
+		q := fmt.Sprintf("run %d commands on %s (devices %s)", toRun, p.Host, planNames(p))
+		if len(wipes) > 0 {
+			q += fmt.Sprintf(", DESTROYING everything on %s", strings.Join(wipes, ", "))
+		}
+		if a.Confirm == nil {
+			return rep, &RefusedError{What: "lvm apply refused", Problems: []string{q + ": no terminal to ask on; re-run with --yes to confirm (see --dry-run first)"}}
+		}
+		if err := a.Confirm(q + "?"); err != nil {
+			return rep, err
+		}
+	}
+	for i := range rep.Steps {
+		s := &rep.Steps[i]
+		if s.Action == "skip" {
+			a.say("skip      %s%s", execx.Quote(s.Argv), why(s.Why))
+			continue
+		}
+		a.say("run       %s", execx.Quote(s.Argv))
+		// mkfs of a multi-TB LV can take minutes: more than the runner's default
+		cctx, cancel := context.WithTimeout(ctx, StepTimeout)
+		res, err := a.Runner.Run(cctx, s.Argv...)
+		cancel()
+		if err != nil {
+			s.Action = "failed"
+			var ce *execx.CommandError
+			if errors.As(err, &ce) {
+				s.Stderr = strings.TrimSpace(ce.Stderr)
+			}
+			for j := i + 1; j < len(rep.Steps); j++ {
+				if rep.Steps[j].Action == "would-run" {
+					rep.Steps[j].Action = "not-reached"
+				}
+			}
+			return rep, &StepFailedError{Argv: s.Argv, Err: err}
+		}
+		_ = res
+		s.Action = "run"
+	}
+	// verify from a fresh look at LVM
+	cur2, err := a.look(ctx, p)
+	if err != nil {
+		return rep, err
+	}
+	rep.Verification, rep.Verified = a.verify(p, cur2)
+	if !rep.Verified {
+		var failed []Check
+		for _, c := range rep.Verification {
+			if !c.OK {
+				failed = append(failed, c)
+			}
+		}
+		return rep, &VerifyFailedError{Failed: failed}
+	}
+	if opts.WaitSync {
+		if err := a.waitSync(ctx, p, opts.PollInterval); err != nil {
+			return rep, err
+		}
+	}
+	rep.Next = a.next(p)
+	return rep, nil
+}
+
+func why(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "   (" + s + ")"
+}
+
+func planNames(p *Plan) string {
+	var n []string
+	for _, d := range p.Devices {
+		n = append(n, d.Name)
+	}
+	return strings.Join(n, ", ")
+}
+
+// look re-reads the machine and LVM and resolves the plan's devices,
+// refusing a stale plan.
+func (a Applier) look(ctx context.Context, p *Plan) (*current, error) {
+	inv, err := a.Inventory(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("re-read the machine: %w", err)
+	}
+	cur := &current{inv: inv, dev: map[string]*blockdev.Device{}, pvOf: map[string]*PV{}}
+	var stale []string
+	for _, pd := range p.Devices {
+		d := inv.Find(pd.ID)
+		if d == nil && pd.Path != pd.ID {
+			d = inv.Find(pd.Path)
+		}
+		planned := fmt.Sprintf("serial %s, %s", orDash(pd.Serial), sizes.Format(pd.Size))
+		if d == nil {
+			where := ""
+			if other := inv.BySerial(pd.Serial, pd.WWN); other != nil && pd.Kind == "disk" && pd.Serial != "" {
+				where = fmt.Sprintf("; a disk with that serial is now %s (%s)", other.Name, other.Ref())
+			}
+			stale = append(stale, fmt.Sprintf("%s (%s) is not on %s any more%s", pd.ID, planned, inv.Hostname, where))
+			continue
+		}
+		var diff []string
+		if pd.Serial != "" && d.Serial != pd.Serial {
+			diff = append(diff, fmt.Sprintf("serial %s, planned %s", orDash(d.Serial), pd.Serial))
+		}
+		if pd.WWN != "" && d.WWN != "" && d.WWN != pd.WWN {
+			diff = append(diff, fmt.Sprintf("WWN %s, planned %s", d.WWN, pd.WWN))
+		}
+		if d.Size != pd.Size {
+			diff = append(diff, fmt.Sprintf("size %s, planned %s", sizes.Format(d.Size), sizes.Format(pd.Size)))
+		}
+		if d.Kind != pd.Kind || d.Partition != pd.Partition {
+			diff = append(diff, fmt.Sprintf("is a %s (partition %d), planned a %s (partition %d)", d.Kind, d.Partition, pd.Kind, pd.Partition))
+		}
+		if len(diff) > 0 {
+			stale = append(stale, fmt.Sprintf("%s (now %s): %s", pd.ID, d.Name, strings.Join(diff, "; ")))
+			continue
+		}
+		cur.dev[pd.ID] = d
+	}
+	if len(stale) > 0 {
+		return nil, &RefusedError{What: "lvm apply refused: the plan is stale (a disk was swapped, resized or renamed); run tbhost lvm plan again", Problems: stale}
+	}
+	c := Client{Runner: a.Runner}
+	if cur.pvs, err = c.PVs(ctx); err != nil {
+		return nil, lvmErr(err)
+	}
+	if cur.vgs, err = c.VGs(ctx); err != nil {
+		return nil, lvmErr(err)
+	}
+	if cur.lvs, err = c.LVs(ctx); err != nil {
+		return nil, lvmErr(err)
+	}
+	idOf := map[string]string{} // any name of a planned device -> plan id
+	for id, d := range cur.dev {
+		idOf[d.Path] = id
+		idOf[d.Name] = id
+		for _, l := range d.IDLinks {
+			idOf[l] = id
+		}
+	}
+	cur.byPVPath = func(path string) string {
+		if id, ok := idOf[path]; ok {
+			return id
+		}
+		return idOf[filepath.Base(path)]
+	}
+	for i := range cur.pvs {
+		if id := cur.byPVPath(cur.pvs[i].Name); id != "" {
+			cur.pvOf[id] = &cur.pvs[i]
+		}
+	}
+	return cur, nil
+}
+
+func lvmErr(err error) error {
+	if execx.NotFound(err) {
+		return fmt.Errorf("lvm is not installed (apt-get install lvm2): %w", err)
+	}
+	return err
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// guard refuses devices that are in use, carry data, or conflict.
+func (a Applier) guard(p *Plan, cur *current, rep *ApplyReport) error {
+	var problems []string
+	vgOfDevice := map[string]string{}
+	for _, ar := range p.Arrays {
+		for _, id := range ar.Devices {
+			vgOfDevice[id] = ar.VG
+		}
+	}
+	for _, pd := range p.Devices {
+		d := cur.dev[pd.ID]
+		pv := cur.pvOf[pd.ID]
+		planned := vgOfDevice[pd.ID]
+		if pv != nil && pv.VG == planned {
+			continue // already ours: holders and LVM signature are expected
+		}
+		if d.Kind == "disk" && d.Role == blockdev.RoleSystem {
+			problems = append(problems, fmt.Sprintf("%s (%s) is now the system disk (%s): never used whole", d.Name, pd.ID, d.RoleWhy))
+			continue
+		}
+		if busy := d.Busy(); len(busy) > 0 {
+			problems = append(problems, fmt.Sprintf("%s (%s) is in use: %s; stop using it first (umount, swapoff, remove the holder), tbhost does not", d.Name, pd.ID, strings.Join(busy, "; ")))
+			continue
+		}
+		if d.ProbeError != "" {
+			problems = append(problems, fmt.Sprintf("%s (%s): cannot check that it is blank: %s", d.Name, pd.ID, d.ProbeError))
+			continue
+		}
+		if pv != nil && pv.VG != "" && !pd.Wipe {
+			problems = append(problems, fmt.Sprintf("%s (%s) is a PV of another VG (%s); remove it from that VG, or re-plan with --wipe %s", d.Name, pd.ID, pv.VG, d.Name))
+			continue
+		}
+		if pv != nil && pv.VG == "" {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s is already a PV in no VG (an earlier apply stopped after pvcreate?): pvcreate is skipped", d.Name))
+			continue
+		}
+		content := d.Content()
+		if len(content) > 0 && !pd.Wipe {
+			problems = append(problems, fmt.Sprintf("%s (%s) holds data (%s); it is left untouched. If that may be destroyed, re-plan with --wipe %s and apply with --yes",
+				d.Name, pd.ID, strings.Join(content, "; "), d.Name))
+		}
+	}
+	// VGs and LVs that exist must have the planned shape
+	for _, ar := range p.Arrays {
+		for _, vg := range cur.vgs {
+			if vg.Name != ar.VG {
+				continue
+			}
+			var have, want []string
+			for _, pv := range cur.pvs {
+				if pv.VG == vg.Name {
+					id := cur.byPVPath(pv.Name)
+					if id == "" {
+						id = pv.Name + " (not in the plan)"
+					}
+					have = append(have, id)
+				}
+			}
+			want = append(want, ar.Devices...)
+			sort.Strings(have)
+			sort.Strings(want)
+			if strings.Join(have, " ") != strings.Join(want, " ") {
+				problems = append(problems, fmt.Sprintf("VG %s exists on %s, the plan puts it on %s; tbhost does not change an existing VG (vgremove it if nothing on it is needed, or re-plan with other names)",
+					vg.Name, strings.Join(have, ", "), strings.Join(want, ", ")))
+			}
+			if vg.ExtentSize != 0 && vg.ExtentSize != p.ExtentSize {
+				problems = append(problems, fmt.Sprintf("VG %s has %s extents, the plan was sized for %s", vg.Name, sizes.Format(vg.ExtentSize), sizes.Format(p.ExtentSize)))
+			}
+		}
+		if _, ok := Find(cur.lvs, ar.VG, ar.LV); ok {
+			var bad []string
+			for _, c := range VerifyArray(ar, cur.lvs, p.ExtentSize, cur.byPVPath) {
+				if !c.OK {
+					bad = append(bad, fmt.Sprintf("%s: want %s, got %s", c.Name, c.Want, c.Got))
+				}
+			}
+			if len(bad) > 0 {
+				problems = append(problems, fmt.Sprintf("LV %s/%s exists with another shape (%s); tbhost never reshapes it: lvremove %s/%s if its data may go, then apply again",
+					ar.VG, ar.LV, strings.Join(bad, "; "), ar.VG, ar.LV))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return &RefusedError{What: "lvm apply refused (nothing was run)", Problems: problems}
+	}
+	return nil
+}
+
+// decide marks each plan command run or skip.
+func (a Applier) decide(p *Plan, cur *current, existedLV map[string]bool) ([]Step, []string, error) {
+	byPath := map[string]PlanDevice{}
+	for _, d := range p.Devices {
+		byPath[d.Path] = d
+	}
+	vgExists := map[string]bool{}
+	for _, vg := range cur.vgs {
+		vgExists[vg.Name] = true
+	}
+	var steps []Step
+	var wipes []string
+	var problems []string
+	for _, cmd := range p.Commands {
+		s := Step{Argv: cmd, Action: "would-run"}
+		switch {
+		case cmd[0] == "wipefs":
+			pd := byPath[cmd[len(cmd)-1]]
+			d := cur.dev[pd.ID]
+			switch pv := cur.pvOf[pd.ID]; {
+			case pv != nil && (pv.VG == "" || vgOfArray(p, pd.ID) == pv.VG):
+				s.Action, s.Why = "skip", "already our PV"
+			case len(d.Content()) == 0:
+				s.Action, s.Why = "skip", "nothing to wipe"
+			default:
+				s.Why = strings.Join(d.Content(), "; ")
+				wipes = append(wipes, d.Name)
+			}
+		case len(cmd) > 1 && cmd[1] == "pvcreate":
+			pd := byPath[cmd[len(cmd)-1]]
+			if pv := cur.pvOf[pd.ID]; pv != nil {
+				s.Action, s.Why = "skip", "already a PV"
+			}
+		case len(cmd) > 1 && cmd[1] == "vgcreate":
+			if vgExists[cmd[4]] {
+				s.Action, s.Why = "skip", "VG "+cmd[4]+" exists on the planned devices"
+			}
+		case len(cmd) > 1 && cmd[1] == "lvcreate":
+			ar := arrayOf(p, cmd)
+			if ar != nil && existedLV[ar.DevPath()] {
+				s.Action, s.Why = "skip", ar.VG+"/"+ar.LV+" exists with the planned shape"
+			}
+		case strings.HasPrefix(cmd[0], "mkfs."):
+			dev := cmd[len(cmd)-1]
+			if existedLV[dev] {
+				sigs, err := a.probeLV(dev)
+				ar := arrayByPath(p, dev)
+				switch {
+				case err != nil:
+					problems = append(problems, fmt.Sprintf("%s exists; cannot check whether it has a filesystem: %v", dev, err))
+				case len(sigs) == 0:
+					s.Why = "the LV has no filesystem yet"
+				case ar != nil && ar.Filesystem != nil && sigs[0].Type == ar.Filesystem.Type && strings.EqualFold(sigs[0].UUID, ar.Filesystem.UUID):
+					s.Action, s.Why = "skip", fmt.Sprintf("%s %s exists", sigs[0].Type, sigs[0].UUID)
+				default:
+					problems = append(problems, fmt.Sprintf("%s already carries %s (UUID %s), not the planned filesystem: tbhost does not reformat it", dev, sigs[0].Type, orDash(sigs[0].UUID)))
+				}
+			}
+		}
+		steps = append(steps, s)
+	}
+	if len(problems) > 0 {
+		return nil, nil, &RefusedError{What: "lvm apply refused (nothing was run)", Problems: problems}
+	}
+	return steps, wipes, nil
+}
+
+func (a Applier) probeLV(path string) ([]blockdev.Signature, error) {
+	if a.ProbeLV != nil {
+		return a.ProbeLV(path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return nil, err
+	}
+	return blockdev.Probe(f, size, 512)
+}
+
+func vgOfArray(p *Plan, id string) string {
+	for _, a := range p.Arrays {
+		for _, d := range a.Devices {
+			if d == id {
+				return a.VG
+			}
+		}
+	}
+	return ""
+}
+
+func arrayOf(p *Plan, lvcreate Command) *Array {
+	for i, a := range p.Arrays {
+		for j := 0; j+1 < len(lvcreate); j++ {
+			if lvcreate[j] == "--name" && lvcreate[j+1] == a.LV && j+2 < len(lvcreate) && lvcreate[j+2] == a.VG {
+				return &p.Arrays[i]
+			}
+		}
+	}
+	return nil
+}
+
+func arrayByPath(p *Plan, dev string) *Array {
+	for i, a := range p.Arrays {
+		if a.DevPath() == dev {
+			return &p.Arrays[i]
+		}
+	}
+	return nil
+}
+
+func (a Applier) verify(p *Plan, cur *current) ([]Check, bool) {
+	var cs []Check
+	for _, ar := range p.Arrays {
+		cs = append(cs, VerifyArray(ar, cur.lvs, p.ExtentSize, cur.byPVPath)...)
+	}
+	return cs, AllOK(cs)
+}
+
+func (a Applier) next(p *Plan) []string {
+	var out []string
+	for _, ar := range p.Arrays {
+		if fs := ar.Filesystem; fs != nil {
+			out = append(out, fmt.Sprintf("add to /etc/fstab: %s   (then: mkdir -p %s && mount %s)", fs.Fstab, fs.Mount, fs.Mount))
+		}
+	}
+	for _, ar := range p.Arrays {
+		if ar.Integrity.Enabled {
+			out = append(out, fmt.Sprintf("%s/%s: the initial integrity sync runs in the background: tbhost lvm status (or apply --wait-sync)", ar.VG, ar.LV))
+		}
+	}
+	return out
+}
+
+// waitSync polls the raid arrays until their sync reaches 100%.
+func (a Applier) waitSync(ctx context.Context, p *Plan, every time.Duration) error {
+	if every <= 0 {
+		every = 5 * time.Second
+	}
+	sleep := a.Sleep
+	if sleep == nil {
+		sleep = func(ctx context.Context, d time.Duration) error {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-t.C:
+				return nil
+			}
+		}
+	}
+	c := Client{Runner: a.Runner}
+	for _, ar := range p.Arrays {
+		if ar.Type != "raid5" {
+			continue
+		}
+		name := ar.VG + "/" + ar.LV
+		for {
+			lvs, err := c.LVs(ctx, name)
+			if err != nil {
+				return err
+			}
+			top, ok := Find(lvs, ar.VG, ar.LV)
+			if !ok {
+				return fmt.Errorf("wait for sync: %s is gone", name)
+			}
+			if probs := top.Problems(); len(probs) > 0 {
+				return fmt.Errorf("wait for sync of %s: %s", name, strings.Join(probs, "; "))
+			}
+			if a.Progress != nil {
+				a.Progress(name, top.SyncPercent)
+			}
+			if top.SyncPercent >= 100 {
+				a.say("%s: in sync", name)
+				break
+			}
+			if err := sleep(ctx, every); err != nil {
+				return fmt.Errorf("wait for sync of %s (at %.2f%%): %w", name, top.SyncPercent, err)
+			}
+		}
+	}
+	return nil
+}

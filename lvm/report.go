@@ -1,0 +1,438 @@
+// Package lvm plans, applies and inspects the tablebase arrays with LVM:
+// RAID 5 + dm-integrity over the HDDs, RAID 0 over NVMe for the prefix store.
+//
+// This file reads LVM's reports (lvs, pvs, vgs) as JSON. Every call goes
+// through an execx.Runner (LC_ALL=C, a timeout, typed errors), with
+// --reportformat json --units b --nosuffix so sizes are plain byte counts.
+// It accepts lvm2 2.03.16's format (bookworm: every value a string) and later
+// ones (typed values with json_std, a top-level "log" array from 2.03.26).
+package lvm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/tbhost/tbhost/internal/execx"
+)
+
+// LVFields are the lvs columns tbhost asks for (all exist in lvm2 2.03.16).
+var lvFields = []string{
+	"lv_name", "vg_name", "lv_uuid", "lv_attr", "lv_size", "lv_health_status",
+	"lv_kernel_major", "lv_kernel_minor",
+	"segtype", "stripes", "data_stripes", "stripe_size", "devices", "seg_start_pe", "seg_size_pe",
+	"sync_percent", "raid_sync_action", "raid_mismatch_count",
+	"integritymismatches", "raidintegritymode", "raidintegrityblocksize",
+}
+
+var pvFields = []string{"pv_name", "vg_name", "pv_uuid", "pv_size", "pv_free", "pv_pe_count", "pv_pe_alloc_count", "dev_size", "pv_attr"}
+
+var vgFields = []string{"vg_name", "vg_uuid", "vg_size", "vg_free", "vg_extent_size", "vg_extent_count", "vg_free_count", "pv_count", "lv_count", "vg_attr"}
+
+// Client runs LVM's reporting commands.
+type Client struct {
+	Runner execx.Runner
+}
+
+// ErrNotFound is returned (wrapped) when LVM says a VG or LV does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Extent is one entry of the devices column: "tables_rimage_0(0)" or "/dev/sda(1)".
+type Extent struct {
+	Name  string // a sub-LV name, or a device path such as /dev/sda
+	Start int64  // first extent used on it
+}
+
+// IsDevice reports whether the extent lies on a PV (a device path) rather than a sub-LV.
+func (e Extent) IsDevice() bool { return strings.HasPrefix(e.Name, "/") }
+
+// Segment is one segment of an LV (lvs prints a row per segment).
+type Segment struct {
+	Type        string // raid5, raid0, integrity, linear, ...
+	Stripes     int    // devices in the segment, parity included
+	DataStripes int    // data devices (raid5 over 6 disks: 5)
+	StripeSize  int64  // bytes
+	StartPE     int64
+	SizePE      int64
+	Devices     []Extent
+}
+
+// LV is one logical volume, hidden sub-LVs (rimage, rmeta, imeta, iorig) included.
+type LV struct {
+	Name   string // without the [] LVM puts around hidden LVs
+	VG     string
+	UUID   string
+	Hidden bool
+	Attr   string
+	Size   int64
+	// Health is lv_health_status: "" when healthy.
+	Health      string
+	KernelMajor int // -1 when not active
+	KernelMinor int
+	Segments    []Segment
+	// SyncPercent is -1 when the LV has no sync state.
+	SyncPercent       float64
+	SyncAction        string // idle, resync, recover, check, repair, ...
+	RaidMismatchCount int64  // -1 when not a raid LV
+	// IntegrityMismatches is -1 when the LV has no integrity layer.
+	IntegrityMismatches int64
+	IntegrityMode       string // journal or bitmap; "" without integrity
+	IntegrityBlockSize  int    // -1 without integrity
+}
+
+// FullName is "vg/lv".
+func (lv LV) FullName() string { return lv.VG + "/" + lv.Name }
+
+// SegType is the type of the first segment.
+func (lv LV) SegType() string {
+	if len(lv.Segments) == 0 {
+		return ""
+	}
+	return lv.Segments[0].Type
+}
+
+// knownUnhealthy are lv_health_status values lvm2 documents; anything else
+// that is not "" is unknown, and unknown is not OK.
+var knownUnhealthy = map[string]bool{
+	"partial": true, "unknown": true, "refresh needed": true, "repair needed": true,
+	"mismatches exist": true, "writemostly": true, "failed": true, "metadata_read_only": true,
+}
+
+// Problems judges the LV's own health: lv_health_status, the health char of
+// lv_attr, integrity mismatches and raid mismatches. Empty means healthy.
+// A sync in progress is not a problem here; callers report it as a state.
+func (lv LV) Problems() []string {
+	var p []string
+	switch {
+	case lv.Health == "":
+	case knownUnhealthy[lv.Health]:
+		p = append(p, fmt.Sprintf("%s: health %q", lv.FullName(), lv.Health))
+	default:
+		p = append(p, fmt.Sprintf("%s: unknown health value %q (treated as not OK)", lv.FullName(), lv.Health))
+	}
+	if len(lv.Attr) >= 9 {
+		switch c := lv.Attr[8]; c {
+		case '-':
+		case 'p':
+			p = append(p, fmt.Sprintf("%s: attr %s: partial (a PV is missing)", lv.FullName(), lv.Attr))
+		case 'r':
+			p = append(p, fmt.Sprintf("%s: attr %s: refresh needed", lv.FullName(), lv.Attr))
+		case 'm':
+			p = append(p, fmt.Sprintf("%s: attr %s: mismatches exist", lv.FullName(), lv.Attr))
+		default:
+			p = append(p, fmt.Sprintf("%s: attr %s: volume health %q", lv.FullName(), lv.Attr, string(c)))
+		}
+	}
+	if lv.IntegrityMismatches > 0 {
+		p = append(p, fmt.Sprintf("%s: %d integrity mismatches", lv.FullName(), lv.IntegrityMismatches))
+	}
+	if lv.RaidMismatchCount > 0 {
+		p = append(p, fmt.Sprintf("%s: raid_mismatch_count %d", lv.FullName(), lv.RaidMismatchCount))
+	}
+	return p
+}
+
+// PV is one physical volume.
+type PV struct {
+	Name    string // /dev/sda
+	VG      string // "" when in no VG
+	UUID    string
+	Size    int64
+	Free    int64
+	PECount int64
+	PEAlloc int64
+	DevSize int64
+	Attr    string
+}
+
+// VG is one volume group.
+type VG struct {
+	Name        string
+	UUID        string
+	Size        int64
+	Free        int64
+	ExtentSize  int64
+	ExtentCount int64
+	FreeCount   int64
+	PVCount     int
+	LVCount     int
+	Attr        string
+}
+
+// LVs reports LVs with their hidden sub-LVs (lvs -a). Names select VGs or
+// VG/LV pairs; none means all. A sub-LV appears once, with all its segments.
+func (c Client) LVs(ctx context.Context, names ...string) ([]LV, error) {
+	rows, err := c.report(ctx, "lvs", "lv", lvFields, append([]string{"-a"}, names...))
+	if err != nil {
+		return nil, err
+	}
+	return ParseLVRows(rows)
+}
+
+// PVs reports physical volumes.
+func (c Client) PVs(ctx context.Context, names ...string) ([]PV, error) {
+	rows, err := c.report(ctx, "pvs", "pv", pvFields, names)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PV, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, PV{
+			Name: r["pv_name"], VG: r["vg_name"], UUID: r["pv_uuid"],
+			Size: atoi64(r["pv_size"]), Free: atoi64(r["pv_free"]),
+			PECount: atoi64(r["pv_pe_count"]), PEAlloc: atoi64(r["pv_pe_alloc_count"]),
+			DevSize: atoi64(r["dev_size"]), Attr: r["pv_attr"],
+		})
+	}
+	return out, nil
+}
+
+// VGs reports volume groups.
+func (c Client) VGs(ctx context.Context, names ...string) ([]VG, error) {
+	rows, err := c.report(ctx, "vgs", "vg", vgFields, names)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]VG, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, VG{
+			Name: r["vg_name"], UUID: r["vg_uuid"], Size: atoi64(r["vg_size"]), Free: atoi64(r["vg_free"]),
+			ExtentSize: atoi64(r["vg_extent_size"]), ExtentCount: atoi64(r["vg_extent_count"]),
+			FreeCount: atoi64(r["vg_free_count"]), PVCount: int(atoi64(r["pv_count"])),
+			LVCount: int(atoi64(r["lv_count"])), Attr: r["vg_attr"],
+		})
+	}
+	return out, nil
+}
+
+// LVsArgv is the command line Client.LVs runs for names: other packages'
+// tests record replies for it.
+func LVsArgv(names ...string) []string {
+	return reportArgv("lvs", lvFields, append([]string{"-a"}, names...))
+}
+
+func reportArgv(cmd string, fields, extra []string) []string {
+	return append([]string{"lvm", cmd, "--reportformat", "json", "--units", "b", "--nosuffix",
+		"-o", strings.Join(fields, ",")}, extra...)
+}
+
+func (c Client) report(ctx context.Context, cmd, key string, fields, extra []string) ([]map[string]string, error) {
+	argv := reportArgv(cmd, fields, extra)
+	res, err := c.Runner.Run(ctx, argv...)
+	if err != nil {
+		var ce *execx.CommandError
+		if errors.As(err, &ce) && notFoundMessage(ce.Stderr) {
+			return nil, fmt.Errorf("%s: %w: %w", cmd, ErrNotFound, err)
+		}
+		return nil, fmt.Errorf("lvm %s: %w", cmd, err)
+	}
+	rows, err := ParseReport(res.Stdout, key)
+	if err != nil {
+		return nil, fmt.Errorf("lvm %s: %w", cmd, err)
+	}
+	return rows, nil
+}
+
+func notFoundMessage(stderr string) bool {
+	s := strings.ToLower(stderr)
+	return strings.Contains(s, "not found") || strings.Contains(s, "failed to find logical volume")
+}
+
+// ParseReport decodes LVM's JSON report and returns the rows under key
+// ("lv", "pv", "vg", "seg", ...) of every report object, each value as a string.
+func ParseReport(data []byte, key string) ([]map[string]string, error) {
+	var doc struct {
+		Report []map[string][]map[string]any `json:"report"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("parse JSON report: %w", err)
+	}
+	if doc.Report == nil {
+		return nil, fmt.Errorf("parse JSON report: no \"report\" array")
+	}
+	var rows []map[string]string
+	for _, rep := range doc.Report {
+		for _, raw := range rep[key] {
+			row := make(map[string]string, len(raw))
+			for k, v := range raw {
+				row[k] = stringify(v)
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows, nil
+}
+
+func stringify(v any) string {
+	switch t := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return t
+	case float64:
+		return strconv.FormatFloat(t, 'f', -1, 64)
+	case bool:
+		return strconv.FormatBool(t)
+	default:
+		b, _ := json.Marshal(t)
+		return string(b)
+	}
+}
+
+// ParseLVRows turns lvs rows (one per segment) into LVs in report order.
+func ParseLVRows(rows []map[string]string) ([]LV, error) {
+	var out []LV
+	index := map[string]int{}
+	for _, r := range rows {
+		name := r["lv_name"]
+		hidden := strings.HasPrefix(name, "[") && strings.HasSuffix(name, "]")
+		name = strings.TrimSuffix(strings.TrimPrefix(name, "["), "]")
+		seg := Segment{
+			Type:        r["segtype"],
+			Stripes:     int(atoi64(r["stripes"])),
+			DataStripes: int(atoi64(r["data_stripes"])),
+			StripeSize:  atoi64(r["stripe_size"]),
+			StartPE:     atoi64(r["seg_start_pe"]),
+			SizePE:      atoi64(r["seg_size_pe"]),
+			Devices:     ParseDevices(r["devices"]),
+		}
+		key := r["vg_name"] + "/" + name
+		if i, ok := index[key]; ok {
+			out[i].Segments = append(out[i].Segments, seg)
+			continue
+		}
+		lv := LV{
+			Name: name, VG: r["vg_name"], UUID: r["lv_uuid"], Hidden: hidden, Attr: r["lv_attr"],
+			Size: atoi64(r["lv_size"]), Health: r["lv_health_status"],
+			KernelMajor: intOr(r["lv_kernel_major"], -1), KernelMinor: intOr(r["lv_kernel_minor"], -1),
+			SyncPercent: floatOr(r["sync_percent"], -1), SyncAction: r["raid_sync_action"],
+			RaidMismatchCount:   int64Or(r["raid_mismatch_count"], -1),
+			IntegrityMismatches: int64Or(r["integritymismatches"], -1),
+			IntegrityMode:       r["raidintegritymode"],
+			IntegrityBlockSize:  intOr(r["raidintegrityblocksize"], -1),
+		}
+		if _, ok := r["segtype"]; ok {
+			lv.Segments = []Segment{seg}
+		}
+		index[key] = len(out)
+		out = append(out, lv)
+	}
+	return out, nil
+}
+
+// ParseDevices splits lvs's devices column: "a(0),b(12)" -> [{a 0} {b 12}].
+func ParseDevices(s string) []Extent {
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
+	var out []Extent
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		e := Extent{Name: part}
+		if i := strings.LastIndex(part, "("); i > 0 && strings.HasSuffix(part, ")") {
+			e.Name = part[:i]
+			e.Start = atoi64(part[i+1 : len(part)-1])
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// SubLVs returns the hidden sub-LVs of top whose names start with
+// "<top>_<kind>_" (kind: rimage, rmeta), sorted by image index; the
+// integrity layers' own _imeta/_iorig sub-LVs are not included.
+func SubLVs(all []LV, top LV, kind string) []LV {
+	prefix := top.Name + "_" + kind + "_"
+	var out []LV
+	for _, lv := range all {
+		if lv.VG != top.VG || !strings.HasPrefix(lv.Name, prefix) {
+			continue
+		}
+		if _, err := strconv.Atoi(strings.TrimPrefix(lv.Name, prefix)); err != nil {
+			continue // tables_rimage_0_imeta, tables_rimage_0_iorig
+		}
+		out = append(out, lv)
+	}
+	sort.Slice(out, func(i, j int) bool { return imageIndex(out[i].Name) < imageIndex(out[j].Name) })
+	return out
+}
+
+func imageIndex(name string) int {
+	i := strings.LastIndex(name, "_")
+	n, _ := strconv.Atoi(name[i+1:])
+	return n
+}
+
+// Find returns the LV vg/name from all.
+func Find(all []LV, vg, name string) (LV, bool) {
+	for _, lv := range all {
+		if lv.VG == vg && lv.Name == name {
+			return lv, true
+		}
+	}
+	return LV{}, false
+}
+
+// PhysicalDevices follows an LV's segments down through sub-LVs to the PVs
+// it uses, in order, without duplicates: for tables_rimage_0 on integrity
+// that is the device under tables_rimage_0_iorig.
+func PhysicalDevices(all []LV, lv LV) []string {
+	var out []string
+	seen := map[string]bool{}
+	var walk func(LV, int)
+	walk = func(l LV, depth int) {
+		if depth > 16 {
+			return
+		}
+		for _, s := range l.Segments {
+			for _, e := range s.Devices {
+				if e.IsDevice() {
+					if !seen[e.Name] {
+						seen[e.Name] = true
+						out = append(out, e.Name)
+					}
+					continue
+				}
+				if sub, ok := Find(all, l.VG, e.Name); ok {
+					walk(sub, depth+1)
+				}
+			}
+		}
+	}
+	walk(lv, 0)
+	return out
+}
+
+func atoi64(s string) int64 { return int64Or(s, 0) }
+
+func int64Or(s string, def int64) int64 {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return def
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		return int64(f)
+	}
+	return def
+}
+
+func intOr(s string, def int) int { return int(int64Or(s, int64(def))) }
+
+func floatOr(s string, def float64) float64 {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return def
+	}
+	return f
+}

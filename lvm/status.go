@@ -1,0 +1,235 @@
+package lvm
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/tbhost/tbhost/internal/blockdev"
+	"github.com/tbhost/tbhost/internal/execx"
+	"github.com/tbhost/tbhost/internal/sizes"
+)
+
+// ImageStatus is one raid image of an array.
+type ImageStatus struct {
+	Name                string   `json:"name"`
+	SegType             string   `json:"segtype"`
+	Devices             []string `json:"devices"` // "/dev/sda (serial HDD1)"
+	IntegrityMismatches int64    `json:"integrity_mismatches"`
+	Problems            []string `json:"problems,omitempty"`
+}
+
+// ArrayStatus is the shape and health of one array.
+type ArrayStatus struct {
+	VG             string        `json:"vg"`
+	LV             string        `json:"lv"`
+	Exists         bool          `json:"exists"`
+	SegType        string        `json:"segtype,omitempty"`
+	Stripes        int           `json:"stripes,omitempty"`
+	DataStripes    int           `json:"data_stripes,omitempty"`
+	Size           int64         `json:"size,omitempty"`
+	Attr           string        `json:"attr,omitempty"`
+	Health         string        `json:"health"` // lv_health_status ("" is healthy)
+	SyncPercent    float64       `json:"sync_percent"`
+	SyncAction     string        `json:"sync_action,omitempty"`
+	RaidMismatches int64         `json:"raid_mismatches"`
+	Integrity      *Integrity    `json:"integrity,omitempty"`
+	IntegrityMism  int64         `json:"integrity_mismatches"`
+	Images         []ImageStatus `json:"images,omitempty"`
+	State          string        `json:"state"` // ok, syncing, problem
+	Problems       []string      `json:"problems,omitempty"`
+	Checks         []Check       `json:"checks,omitempty"` // against the plan, with --plan
+}
+
+// StatusReport is `tbhost lvm status`.
+type StatusReport struct {
+	Arrays []ArrayStatus `json:"arrays"`
+	OK     bool          `json:"ok"`
+}
+
+// StatusOptions select what to report.
+type StatusOptions struct {
+	Plan  *Plan    // check the arrays against this plan too
+	Names []string // vg/lv; default: the plan's arrays, else every raid LV
+	// Inventory names the disks under each image (serials); may be nil.
+	Inventory *blockdev.Inventory
+}
+
+// Status reads `lvs -a` and reports each array's shape and health. Unknown
+// health values are problems. An initial sync in progress is not.
+func Status(ctx context.Context, r execx.Runner, opts StatusOptions) (*StatusReport, error) {
+	all, err := Client{Runner: r}.LVs(ctx)
+	if err != nil {
+		return nil, lvmErr(err)
+	}
+	type want struct {
+		vg, lv string
+		plan   *Array
+	}
+	var wants []want
+	switch {
+	case len(opts.Names) > 0:
+		for _, n := range opts.Names {
+			vg, lv, ok := strings.Cut(n, "/")
+			if !ok {
+				return nil, fmt.Errorf("%q: name an LV as VG/LV (e.g. vg-hdd/tables)", n)
+			}
+			wants = append(wants, want{vg: vg, lv: lv, plan: planArray(opts.Plan, vg, lv)})
+		}
+	case opts.Plan != nil:
+		for i, a := range opts.Plan.Arrays {
+			wants = append(wants, want{vg: a.VG, lv: a.LV, plan: &opts.Plan.Arrays[i]})
+		}
+	default:
+		for _, lv := range all {
+			if !lv.Hidden && strings.HasPrefix(lv.SegType(), "raid") {
+				wants = append(wants, want{vg: lv.VG, lv: lv.Name})
+			}
+		}
+	}
+	rep := &StatusReport{OK: true}
+	if len(wants) == 0 {
+		rep.OK = false
+		rep.Arrays = append(rep.Arrays, ArrayStatus{State: "problem", Problems: []string{"no RAID LV found (tbhost lvm plan / apply builds them)"}})
+		return rep, nil
+	}
+	devName := func(pv string) string {
+		if opts.Inventory != nil {
+			if d := opts.Inventory.Find(pv); d != nil && d.Serial != "" {
+				return fmt.Sprintf("%s (serial %s)", pv, d.Serial)
+			}
+		}
+		return pv
+	}
+	for _, w := range wants {
+		st := ArrayStatus{VG: w.vg, LV: w.lv, SyncPercent: -1, RaidMismatches: -1, IntegrityMism: -1}
+		top, ok := Find(all, w.vg, w.lv)
+		if !ok {
+			st.State, st.Problems = "problem", []string{fmt.Sprintf("%s/%s does not exist", w.vg, w.lv)}
+			rep.Arrays = append(rep.Arrays, st)
+			rep.OK = false
+			continue
+		}
+		st.Exists, st.SegType, st.Size, st.Attr, st.Health = true, top.SegType(), top.Size, top.Attr, top.Health
+		if len(top.Segments) > 0 {
+			st.Stripes, st.DataStripes = top.Segments[0].Stripes, top.Segments[0].DataStripes
+			if st.DataStripes == 0 {
+				st.DataStripes = st.Stripes - parityDevices(st.SegType)
+			}
+		}
+		st.SyncPercent, st.SyncAction, st.RaidMismatches = top.SyncPercent, top.SyncAction, top.RaidMismatchCount
+		st.Problems = append(st.Problems, top.Problems()...)
+		if top.IntegrityMode != "" {
+			st.Integrity = &Integrity{Enabled: true, Mode: top.IntegrityMode, BlockSize: top.IntegrityBlockSize}
+			st.IntegrityMism = top.IntegrityMismatches
+		}
+		for _, img := range SubLVs(all, top, "rimage") {
+			is := ImageStatus{Name: img.Name, SegType: img.SegType(), IntegrityMismatches: img.IntegrityMismatches}
+			for _, d := range PhysicalDevices(all, img) {
+				is.Devices = append(is.Devices, devName(d))
+			}
+			is.Problems = img.Problems()
+			st.Problems = append(st.Problems, is.Problems...)
+			if len(is.Devices) != 1 {
+				st.Problems = append(st.Problems, fmt.Sprintf("%s spans %d devices: reads are unbalanced", img.Name, len(is.Devices)))
+			}
+			st.Images = append(st.Images, is)
+		}
+		if w.plan != nil && opts.Plan != nil {
+			st.Checks = VerifyArray(*w.plan, all, opts.Plan.ExtentSize, func(pv string) string { return planID(opts.Plan, opts.Inventory, pv) })
+			for _, c := range st.Checks {
+				if !c.OK {
+					st.Problems = append(st.Problems, "plan: "+c.String())
+				}
+			}
+		}
+		switch {
+		case len(st.Problems) > 0:
+			st.State = "problem"
+			rep.OK = false
+		case st.SyncPercent >= 0 && st.SyncPercent < 100:
+			st.State = "syncing"
+		default:
+			st.State = "ok"
+		}
+		rep.Arrays = append(rep.Arrays, st)
+	}
+	return rep, nil
+}
+
+func planArray(p *Plan, vg, lv string) *Array {
+	if p == nil {
+		return nil
+	}
+	for i, a := range p.Arrays {
+		if a.VG == vg && a.LV == lv {
+			return &p.Arrays[i]
+		}
+	}
+	return nil
+}
+
+// planID maps a PV path to the plan's device id through the inventory.
+func planID(p *Plan, inv *blockdev.Inventory, pv string) string {
+	if inv == nil { // no inventory: trust the kernel names seen at planning time
+		for _, pd := range p.Devices {
+			if pd.Path == pv || "/dev/"+pd.Name == pv {
+				return pd.ID
+			}
+		}
+		return ""
+	}
+	d := inv.Find(pv)
+	if d == nil {
+		return ""
+	}
+	for _, pd := range p.Devices {
+		if pd.ID == d.StableID || pd.ID == d.Path || inv.Find(pd.ID) == d {
+			return pd.ID
+		}
+	}
+	return ""
+}
+
+// WriteText prints the status for a human.
+func (r *StatusReport) WriteText(w io.Writer) error {
+	for _, a := range r.Arrays {
+		if !a.Exists {
+			fmt.Fprintf(w, "%s/%s: %s\n", a.VG, a.LV, strings.Join(a.Problems, "; "))
+			continue
+		}
+		fmt.Fprintf(w, "%s/%s  %s  %s, %d data stripes of %d devices, %s, attr %s, health %q\n",
+			a.VG, a.LV, strings.ToUpper(a.State), a.SegType, a.DataStripes, a.Stripes, sizes.Format(a.Size), a.Attr, a.Health)
+		if a.SyncPercent >= 0 {
+			fmt.Fprintf(w, "  sync %.2f%% (%s), raid mismatches %d\n", a.SyncPercent, a.SyncAction, a.RaidMismatches)
+		}
+		if a.Integrity != nil {
+			fmt.Fprintf(w, "  integrity %s, block size %d, mismatches %d\n", a.Integrity.Mode, a.Integrity.BlockSize, a.IntegrityMism)
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, img := range a.Images {
+			mm := "-"
+			if img.IntegrityMismatches >= 0 {
+				mm = fmt.Sprint(img.IntegrityMismatches)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\tmismatches %s\n", img.Name, img.SegType, strings.Join(img.Devices, ", "), mm)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		for _, c := range a.Checks {
+			fmt.Fprintf(w, "  %s\n", c)
+		}
+		for _, p := range a.Problems {
+			fmt.Fprintf(w, "  ! %s\n", p)
+		}
+	}
+	if r.OK {
+		fmt.Fprintln(w, "OK")
+	} else {
+		fmt.Fprintln(w, "PROBLEM")
+	}
+	return nil
+}
