@@ -185,7 +185,7 @@ func Extract(ctx context.Context, parsed []Parsed, opt ExtractOptions) (*Extract
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			buf := make([]byte, 1<<20)
+			buf := make([]byte, 3<<20) // three 1 MiB chunks: copy and digest overlap
 			for p := range work {
 				e, n, err := extractOne(ctx, p, opt.Store, opt.uptoFor(p.Name), buf, prog)
 				results <- result{p: p, entry: e, read: n, err: err}
