@@ -209,9 +209,19 @@ func (c Client) VGs(ctx context.Context, names ...string) ([]VG, error) {
 	return out, nil
 }
 
-func (c Client) report(ctx context.Context, cmd, key string, fields, extra []string) ([]map[string]string, error) {
-	argv := append([]string{"lvm", cmd, "--reportformat", "json", "--units", "b", "--nosuffix",
+// LVsArgv is the command line Client.LVs runs for names: other packages'
+// tests record replies for it.
+func LVsArgv(names ...string) []string {
+	return reportArgv("lvs", lvFields, append([]string{"-a"}, names...))
+}
+
+func reportArgv(cmd string, fields, extra []string) []string {
+	return append([]string{"lvm", cmd, "--reportformat", "json", "--units", "b", "--nosuffix",
 		"-o", strings.Join(fields, ",")}, extra...)
+}
+
+func (c Client) report(ctx context.Context, cmd, key string, fields, extra []string) ([]map[string]string, error) {
+	argv := reportArgv(cmd, fields, extra)
 	res, err := c.Runner.Run(ctx, argv...)
 	if err != nil {
 		var ce *execx.CommandError

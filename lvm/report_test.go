@@ -129,6 +129,9 @@ func TestParseTypedReportWithLogAndHealth(t *testing.T) {
 func TestClientRunsLVSWithJSONUnitsAndMapsNotFound(t *testing.T) {
 	rec := execx.NewRecorded()
 	argv := []string{"lvm", "lvs", "--reportformat", "json", "--units", "b", "--nosuffix", "-o", strings.Join(lvFields, ","), "-a", "vg-hdd"}
+	if got := LVsArgv("vg-hdd"); !reflect.DeepEqual(got, argv) {
+		t.Fatalf("LVsArgv %q", got)
+	}
 	rec.On(execx.Reply{Stdout: string(readFixture(t, "lvs-2.03.26-typed-with-log.json"))}, argv...)
 	c := Client{Runner: rec}
 	lvs, err := c.LVs(context.Background(), "vg-hdd")

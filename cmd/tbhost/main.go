@@ -9,8 +9,14 @@ import (
 	"io"
 	"os"
 
+	"github.com/tbhost/tbhost/cmd/tbhost/commands/benchcmd"
+	"github.com/tbhost/tbhost/cmd/tbhost/commands/integritycmd"
 	"github.com/tbhost/tbhost/cmd/tbhost/commands/inventorycmd"
+	"github.com/tbhost/tbhost/cmd/tbhost/commands/labcmd"
 	"github.com/tbhost/tbhost/cmd/tbhost/commands/lvmcmd"
+	"github.com/tbhost/tbhost/cmd/tbhost/commands/monitorcmd"
+	"github.com/tbhost/tbhost/cmd/tbhost/commands/playbookcmd"
+	"github.com/tbhost/tbhost/cmd/tbhost/commands/prefixcmd"
 	"github.com/tbhost/tbhost/internal/cliutil"
 	"github.com/urfave/cli/v2"
 )
@@ -60,6 +66,12 @@ func commands() []*cli.Command {
 	return []*cli.Command{
 		inventorycmd.Command(),
 		lvmcmd.Command(),
+		prefixcmd.Command(),
+		monitorcmd.Command(),
+		integritycmd.Command(),
+		playbookcmd.Command(),
+		benchcmd.Command(),
+		labcmd.Command(),
 	}
 }
 

@@ -1,0 +1,230 @@
+package integritycmd
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/tbhost/tbhost/integrity"
+	"github.com/tbhost/tbhost/internal/cliutil"
+	"github.com/tbhost/tbhost/internal/sizes"
+	"github.com/urfave/cli/v2"
+)
+
+func verifyCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "verify-tables",
+		Usage:     "check table files against published checksum lists (exit 1 on any mismatch)",
+		ArgsUsage: "DIR...",
+		Description: `Hashes the table files under each DIR in parallel and compares them with a published list in
+   the sha256sum format ("<hex>  <name>"), matching by file name. The algorithm follows from the
+   digest length (32 md5, 40 sha1, 56 sha3-224, 64 sha256, 128 sha512) or --algo.
+
+   Cheap checks run first, without hashing: the size against bytes.tsv ("<size><TAB><name>") and
+   the 16-byte checksum the generator embeds at the end of every file against tbcheck.txt
+   ("<name>: <hex>"). Both are picked up next to --checksums when present; --no-hash runs only them.
+
+   Reported: mismatches (file, published and actual digest), files not in the list, and listed
+   files missing in the directories (an error with --complete). With --state an interrupted run
+   (Ctrl-C, a cron time limit) continues where it stopped; a finished run removes the state.
+
+   Example (the lists published by syzygy-tables.info):
+     tbhost integrity verify-tables --checksums ../shared/syzygy/checksums/syzygy-tables.info/sha256 \
+        --jobs 4 --rate 200MiB/s --state /var/lib/tbhost/verify.state /srv/syzygy`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "checksums", Aliases: []string{"c"}, Usage: "published checksum `FILE` (sha256sum format)"},
+			&cli.StringFlag{Name: "algo", Usage: "digest algorithm of --checksums: md5, sha1, sha256, sha512, sha3-224 (default: by digest length)"},
+			&cli.StringFlag{Name: "sizes", Usage: "sizes `FILE` (bytes.tsv); default: bytes.tsv next to --checksums if present"},
+			&cli.StringFlag{Name: "tbcheck", Usage: "embedded-checksum `FILE` (tbcheck.txt); default: tbcheck.txt next to --checksums if present"},
+			&cli.BoolFlag{Name: "no-hash", Usage: "only the cheap checks (size, embedded checksum): seconds for 17 TiB"},
+			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: 2, Usage: "files hashed in parallel"},
+			&cli.StringFlag{Name: "rate", Usage: "total read rate limit, e.g. 200MiB/s (default: unthrottled)"},
+			&cli.StringFlag{Name: "state", Usage: "resume `FILE`: an interrupted run continues from it"},
+			&cli.BoolFlag{Name: "complete", Usage: "listed files missing in the directories are an error (the whole set must be there)"},
+			&cli.BoolFlag{Name: "all", Usage: "print every file, not only the problems"},
+			cliutil.JSONFlag(),
+		},
+		Action: runVerify,
+	}
+}
+
+func runVerify(c *cli.Context) error {
+	g := cliutil.Get(c)
+	dirs := c.Args().Slice()
+	if len(dirs) == 0 {
+		return cliutil.Usagef("verify-tables: give at least one table directory (e.g. verify-tables --checksums sha256 /srv/syzygy)")
+	}
+	opts := integrity.VerifyOptions{Dirs: dirs, Jobs: c.Int("jobs"), StatePath: c.String("state"), Complete: c.Bool("complete")}
+	if opts.Jobs < 1 {
+		return cliutil.Usagef("--jobs %d: want 1 or more", opts.Jobs)
+	}
+	if r := c.String("rate"); r != "" {
+		v, err := sizes.ParseRate(r)
+		if err != nil {
+			return cliutil.Usage(fmt.Errorf("--rate: %w", err))
+		}
+		opts.Rate = v
+	}
+	var algo integrity.Algo
+	if a := c.String("algo"); a != "" {
+		v, err := integrity.ParseAlgo(a)
+		if err != nil {
+			return cliutil.Usage(fmt.Errorf("--algo: %w", err))
+		}
+		algo = v
+	}
+	listDir := ""
+	if p := c.String("checksums"); p != "" {
+		listDir = filepath.Dir(p)
+		if !c.Bool("no-hash") {
+			l, err := integrity.ReadChecksumList(p, algo)
+			if err != nil {
+				if errors.Is(err, os.ErrNotExist) {
+					return cliutil.CannotRun(fmt.Errorf("%w (download the list, e.g. from syzygy-tables.info)", err))
+				}
+				return cliutil.Usage(err)
+			}
+			opts.Checksums = &l
+		}
+	} else if !c.Bool("no-hash") {
+		return cliutil.Usagef("verify-tables: --checksums FILE is required (or --no-hash with --sizes/--tbcheck)")
+	}
+	sizesFile, err := pickList(c.String("sizes"), listDir, "bytes.tsv")
+	if err != nil {
+		return err
+	}
+	if sizesFile != "" {
+		if opts.Sizes, err = integrity.ReadSizes(sizesFile); err != nil {
+			return cliutil.CannotRun(fmt.Errorf("--sizes: %w", err))
+		}
+	}
+	trailerFile, err := pickList(c.String("tbcheck"), listDir, "tbcheck.txt")
+	if err != nil {
+		return err
+	}
+	if trailerFile != "" {
+		if opts.Trailers, err = integrity.ReadTrailers(trailerFile); err != nil {
+			return cliutil.CannotRun(fmt.Errorf("--tbcheck: %w", err))
+		}
+	}
+	if opts.Checksums == nil && opts.Sizes == nil && opts.Trailers == nil {
+		return cliutil.Usagef("verify-tables --no-hash: nothing to check against; give --sizes bytes.tsv and/or --tbcheck tbcheck.txt")
+	}
+	if !g.JSON {
+		fmt.Fprintf(g.Stderr, "verify-tables: %s\n", describeChecks(opts, sizesFile, trailerFile))
+	}
+
+	var (
+		bar   *progressbar.ProgressBar
+		barMu sync.Mutex
+	)
+	opts.Total = func(n int64) { bar = progressBar(g, "hashing", n) }
+	opts.Progress = func(n int64) {
+		if bar != nil {
+			barMu.Lock()
+			bar.Add64(n)
+			barMu.Unlock()
+		}
+	}
+	ctx, stop := signalContext(c)
+	defer stop()
+	rep, verr := integrity.Verify(ctx, opts)
+	if bar != nil {
+		bar.Finish()
+	}
+	if verr != nil && !rep.Interrupted {
+		return cliutil.CannotRun(verr)
+	}
+	all := c.Bool("all")
+	if err := g.Output(rep, func(w io.Writer) error { return printVerify(w, rep, all) }); err != nil {
+		return err
+	}
+	switch {
+	case rep.Interrupted:
+		return cliutil.CannotRun(verr)
+	case rep.ProblemsFound:
+		return cliutil.WithCode(cliutil.ExitProblem, nil)
+	}
+	return nil
+}
+
+// pickList returns the explicit file, or name next to the checksum list if it exists.
+func pickList(explicit, listDir, name string) (string, error) {
+	if explicit != "" {
+		if _, err := os.Stat(explicit); err != nil {
+			return "", cliutil.CannotRun(err)
+		}
+		return explicit, nil
+	}
+	if listDir == "" {
+		return "", nil
+	}
+	p := filepath.Join(listDir, name)
+	if _, err := os.Stat(p); err == nil {
+		return p, nil
+	}
+	return "", nil
+}
+
+func describeChecks(o integrity.VerifyOptions, sizesFile, trailerFile string) string {
+	var parts []string
+	if o.Checksums != nil {
+		parts = append(parts, fmt.Sprintf("%s digests from %s (%d files listed)", o.Checksums.Algo, o.Checksums.Source, len(o.Checksums.Digests)))
+	}
+	if sizesFile != "" {
+		parts = append(parts, "sizes from "+sizesFile)
+	}
+	if trailerFile != "" {
+		parts = append(parts, "embedded checksums from "+trailerFile)
+	}
+	return "checking " + strings.Join(parts, ", ") + fmt.Sprintf(" in %s, %d jobs", strings.Join(o.Dirs, " "), o.Jobs)
+}
+
+func printVerify(w io.Writer, rep integrity.VerifyReport, all bool) error {
+	for _, f := range rep.Files {
+		switch {
+		case f.Verdict == integrity.VerdictMismatch || f.Verdict == integrity.VerdictUnreadable:
+			fmt.Fprintf(w, "%-10s %s\n", strings.ToUpper(f.Verdict), f.Path)
+			for _, p := range f.Problems {
+				fmt.Fprintf(w, "           %s\n", p)
+			}
+		case f.Verdict == integrity.VerdictUnlisted:
+			fmt.Fprintf(w, "%-10s %s (in no list: not checked)\n", "UNLISTED", f.Path)
+		case all && f.Verdict != "":
+			fmt.Fprintf(w, "%-10s %s\n", strings.ToUpper(f.Verdict), f.Path)
+		}
+	}
+	fmt.Fprintf(w, "%d ok, %d mismatching, %d unreadable, %d not in the list", rep.OK, rep.Mismatches, rep.Unreadable, rep.Unlisted)
+	if n := len(rep.Missing); n > 0 {
+		if rep.Complete {
+			fmt.Fprintf(w, "; MISSING: %d listed files not found:\n", n)
+			for i, m := range rep.Missing {
+				if i == 20 {
+					fmt.Fprintf(w, "  ... and %d more (--json lists all)\n", n-20)
+					break
+				}
+				fmt.Fprintf(w, "  %s\n", m)
+			}
+		} else {
+			fmt.Fprintf(w, "; %d listed files not in these directories (--complete makes that an error)\n", n)
+		}
+	} else {
+		fmt.Fprintln(w)
+	}
+	if rep.Algo != "" {
+		rateStr := ""
+		if rep.Seconds > 0 {
+			rateStr = fmt.Sprintf(", %s/s", sizes.Format(int64(float64(rep.BytesHashed)/rep.Seconds)))
+		}
+		fmt.Fprintf(w, "hashed %s in %.2fs%s (%s); %d files taken from the state file\n", sizes.Format(rep.BytesHashed), rep.Seconds, rateStr, rep.Algo, rep.Resumed)
+	}
+	if rep.Interrupted {
+		fmt.Fprintf(w, "INTERRUPTED: state saved in %s; rerun the same command to continue\n", rep.StateFile)
+	}
+	return nil
+}

@@ -1,0 +1,321 @@
+// Package monitorcmd is `tbhost monitor`: a thin CLI over package monitor.
+package monitorcmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tbhost/tbhost/internal/cliutil"
+	"github.com/tbhost/tbhost/monitor"
+	"github.com/urfave/cli/v2"
+)
+
+// Command returns the monitor command group.
+func Command() *cli.Command {
+	return &cli.Command{
+		Name:  "monitor",
+		Usage: "per-disk reads of each RAID array; flag skewed, idle, missing or unhealthy members",
+		Description: `tbhost knows which disks form which array (LVM RAID with or without dm-integrity,
+   and md): array -> image -> disk, with each disk's /dev/disk/by-id name. It samples
+   /proc/diskstats and compares every member's read rate with its siblings'. A member
+   that reads much less (or more) than the mean for a whole window is flagged; so is a
+   disk that reads nothing while its siblings read (an array built without --stripes
+   leaves disks idle), a missing member, an unhealthy or syncing array, and integrity
+   mismatches.
+
+   tbhost monitor topology            which disks form which array
+   tbhost monitor watch               live per-array table (plain lines when piped)
+   tbhost monitor check --for 60s     for cron and Nagios: one line, exit 0/1/2/3
+   tbhost monitor serve               Prometheus exporter on 127.0.0.1:9477
+
+   Alerting rules for Prometheus ship in monitor/alerts/tbhost.rules.yml.
+   With --root DIR (a snapshot or fixture tree) the LVM report is read from
+   DIR/lvm/lvs.json and DIR/lvm/pvs.json, and DIR/proc/diskstats.0, .1, ... are
+   replayed as samples taken --interval apart.`,
+		Action: cliutil.GroupAction,
+		Subcommands: []*cli.Command{
+			topologyCommand(),
+			checkCommand(),
+			watchCommand(),
+			serveCommand(),
+		},
+	}
+}
+
+func env(g *cliutil.Globals) monitor.Env {
+	return monitor.Env{Root: g.Root, Runner: g.Runner}
+}
+
+func topologyCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "topology",
+		Usage:     "show which disks (and images) form each array",
+		ArgsUsage: "[ARRAY...]  (vg/lv, /dev/vg/lv, md0; default: every array)",
+		Flags:     []cli.Flag{cliutil.JSONFlag()},
+		Action: func(c *cli.Context) error {
+			g := cliutil.Get(c)
+			topo, err := env(g).Discover(c.Context, c.Args().Slice())
+			if err != nil {
+				return cliutil.CannotRun(err)
+			}
+			return g.Output(topo, func(w io.Writer) error {
+				for _, n := range topo.Notes {
+					fmt.Fprintf(g.Stderr, "note: %s\n", n)
+				}
+				if len(topo.Arrays) == 0 {
+					fmt.Fprintln(w, "no RAID arrays found (no LVM RAID LV, no md device)")
+				}
+				for _, a := range topo.Arrays {
+					fmt.Fprintf(w, "%s  %s  %s  %d images  device %s\n", a.Name, a.Kind, a.Level, a.Images, orDash(a.Device))
+					for _, m := range a.Members {
+						img := m.ImageLabel()
+						if img == "" {
+							img = "(no image: PV of the VG the array does not use)"
+						}
+						fmt.Fprintf(w, "  %-10s %-40s %s\n", m.Label(), orDash(m.ID), img)
+					}
+					for _, p := range a.Problems {
+						fmt.Fprintf(w, "  %s: %s\n", p.Severity, p.Text)
+					}
+				}
+				return nil
+			})
+		},
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// nagios turns any error of monitor check into exit 3 (UNKNOWN): a Nagios
+// checker reads 2 as CRITICAL, so check never uses tbhost's usage code 2.
+func nagios(c *cli.Context, err error) error {
+	g := cliutil.Get(c)
+	if g.JSON {
+		_ = cliutil.PrintJSON(g.Stdout, monitor.CheckJSON{Status: "UNKNOWN", Arrays: []monitor.ArrayJSON{}})
+	} else {
+		fmt.Fprintf(g.Stdout, "UNKNOWN: %v\n", err)
+	}
+	return cliutil.WithCode(int(monitor.Unknown), err)
+}
+
+func checkCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "check",
+		Usage:     "judge the arrays over a window; Nagios exit codes (0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN)",
+		ArgsUsage: "[ARRAY...]  (vg/lv, /dev/vg/lv, md0; default: every array)",
+		Description: `Samples /proc/diskstats every --interval for --for, then prints ONE summary line
+   (the worst findings first), then details: a table per array and every finding.
+
+   A member is flagged WARNING (CRITICAL) when its reads/s stay more than --warn
+   (--crit) away from the members' mean in EVERY judged interval of the window; a
+   member with zero reads while its siblings read is CRITICAL ("idle"). Health is
+   folded in: a missing member or partial LV is CRITICAL; a resync, integrity or
+   raid mismatches, and topology smells (an image spanning several disks, PVs of the
+   VG the array does not use) are WARNING.
+
+   Too little traffic: an interval is judged only when the members average at least
+   --min-reads reads/s each (default 10; fewer reads cannot tell skew from chance).
+   When no interval could be judged, skew is not judged and the status comes from
+   health alone (exit 0 when healthy, with the reason in the summary); use
+   --no-traffic unknown to exit 3 instead.
+
+   Exit codes: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (also for a bad command line
+   or when tbhost cannot read /sys, /proc or LVM).
+
+   Examples:
+     tbhost monitor check --for 60s vg-hdd/tables
+     tbhost monitor check --quiet                 # cron: mail only when not OK
+     tbhost monitor check --json
+     tbhost monitor check --textfile /var/lib/prometheus/node-exporter/tbhost.prom`,
+		Flags: []cli.Flag{
+			&cli.DurationFlag{Name: "for", Value: 60 * time.Second, Usage: "sampling window"},
+			&cli.DurationFlag{Name: "interval", Value: 5 * time.Second, Usage: "time between samples inside the window (each interval is judged)"},
+			&cli.StringFlag{Name: "warn", Value: "30%", Usage: "WARNING when a member's read rate is this far from the members' mean"},
+			&cli.StringFlag{Name: "crit", Value: "60%", Usage: "CRITICAL when a member's read rate is this far from the members' mean"},
+			&cli.Float64Flag{Name: "min-reads", Value: 10, Usage: "judge skew only when members average at least `N` reads/s each"},
+			&cli.StringFlag{Name: "no-traffic", Value: "ok", Usage: "status when too little traffic to judge skew: ok or unknown"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing when OK (cron mails only problems)"},
+			&cli.StringFlag{Name: "textfile", Usage: "also write the result as Prometheus text to `FILE`, atomically (node_exporter textfile collector)"},
+			cliutil.JSONFlag(),
+		},
+		OnUsageError: func(c *cli.Context, err error, _ bool) error {
+			return cliutil.WithCode(int(monitor.Unknown), fmt.Errorf("%w (see tbhost monitor check --help)", err))
+		},
+		Action: func(c *cli.Context) error {
+			g := cliutil.Get(c)
+			th, err := thresholds(c)
+			if err != nil {
+				return nagios(c, err)
+			}
+			if c.Duration("for") <= 0 {
+				return nagios(c, errors.New("--for must be positive, e.g. --for 60s"))
+			}
+			r, err := monitor.Check(c.Context, env(g), monitor.CheckOptions{
+				Names: c.Args().Slice(), For: c.Duration("for"), Interval: c.Duration("interval"), Thresholds: th,
+			})
+			if err != nil {
+				return nagios(c, err)
+			}
+			if f := c.String("textfile"); f != "" {
+				if err := r.WriteTextfile(f, float64(time.Now().Unix())); err != nil {
+					return nagios(c, err)
+				}
+			}
+			code := int(r.Status)
+			if c.Bool("quiet") && r.Status == monitor.OK {
+				return cliutil.WithCode(code, nil)
+			}
+			if g.JSON {
+				if err := cliutil.PrintJSON(g.Stdout, r.JSON()); err != nil {
+					return nagios(c, err)
+				}
+			} else if err := r.WriteText(g.Stdout); err != nil {
+				return nagios(c, err)
+			}
+			return cliutil.WithCode(code, nil)
+		},
+	}
+}
+
+func thresholds(c *cli.Context) (monitor.Thresholds, error) {
+	th := monitor.DefaultThresholds()
+	var err error
+	if th.Warn, err = parsePercent(c.String("warn")); err != nil {
+		return th, fmt.Errorf("--warn: %w", err)
+	}
+	if th.Crit, err = parsePercent(c.String("crit")); err != nil {
+		return th, fmt.Errorf("--crit: %w", err)
+	}
+	if th.Crit < th.Warn {
+		return th, fmt.Errorf("--crit %s is below --warn %s", c.String("crit"), c.String("warn"))
+	}
+	th.MinReads = c.Float64("min-reads")
+	if th.MinReads < 0 {
+		return th, errors.New("--min-reads must be 0 or more")
+	}
+	switch strings.ToLower(c.String("no-traffic")) {
+	case "ok":
+		th.NoTraffic = monitor.OK
+	case "unknown":
+		th.NoTraffic = monitor.Unknown
+	default:
+		return th, fmt.Errorf("--no-traffic %q: want ok or unknown", c.String("no-traffic"))
+	}
+	return th, nil
+}
+
+// parsePercent reads "30%" or "30" as 0.30.
+func parsePercent(s string) (float64, error) {
+	v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(s), "%"), 64)
+	if err != nil || v <= 0 || v > 1000 {
+		return 0, fmt.Errorf("%q is not a percentage like 30%%", s)
+	}
+	return v / 100, nil
+}
+
+// interruptible is c.Context, cancelled by Ctrl-C or SIGTERM.
+func interruptible(c *cli.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+}
+
+func watchCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "watch",
+		Usage:     "live per-array table of member reads (plain lines when piped)",
+		ArgsUsage: "[ARRAY...]  (vg/lv, /dev/vg/lv, md0; default: every array)",
+		Description: `Every --interval: each member's reads/s, read MB/s, r_await, %util, queue size
+   (iostat's formulas), its share of the array's reads and a bar. On a terminal the
+   table is redrawn in place; piped, each refresh prints one line per member
+   (or, with --json, one JSON object). Stops after --count refreshes or on Ctrl-C.
+   Flags here judge one interval; use "monitor check" for a verdict over a window.`,
+		Flags: []cli.Flag{
+			&cli.DurationFlag{Name: "interval", Value: 2 * time.Second, Usage: "refresh every `DURATION`"},
+			&cli.IntFlag{Name: "count", Usage: "stop after `N` refreshes (0: until Ctrl-C)"},
+			&cli.BoolFlag{Name: "plain", Usage: "plain lines even on a terminal"},
+			&cli.Float64Flag{Name: "min-reads", Value: 10, Usage: "judge skew only when members average at least `N` reads/s each"},
+			cliutil.JSONFlag(),
+		},
+		Action: func(c *cli.Context) error {
+			g := cliutil.Get(c)
+			if c.Duration("interval") <= 0 {
+				return cliutil.Usagef("--interval must be positive, e.g. --interval 2s")
+			}
+			if c.Int("count") < 0 {
+				return cliutil.Usagef("--count must be 0 (until Ctrl-C) or more")
+			}
+			ctx, stop := interruptible(c)
+			defer stop()
+			th := monitor.DefaultThresholds()
+			th.MinReads = c.Float64("min-reads")
+			err := monitor.Watch(ctx, env(g), g.Stdout, monitor.WatchOptions{
+				Names: c.Args().Slice(), Interval: c.Duration("interval"), Count: c.Int("count"),
+				Terminal: g.Terminal() && !c.Bool("plain"), JSON: g.JSON, Thresholds: th,
+			})
+			if err != nil {
+				return cliutil.CannotRun(err)
+			}
+			return nil
+		},
+	}
+}
+
+func serveCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "serve",
+		Usage:     "Prometheus exporter: per-member read counters, skew ratio, array health",
+		ArgsUsage: "[ARRAY...]  (default: every array)",
+		Description: `Samples /proc/diskstats every --interval in the background and serves /metrics:
+     tbhost_array_member_reads_total{array,image,disk,id}        (and _read_bytes_total,
+     tbhost_array_member_read_time_seconds_total, _io_time_seconds_total)
+     tbhost_array_member_skew_ratio{array,image,disk,id}         (1 = balanced, 0 = idle;
+                                                                  only when the array reads enough)
+     tbhost_array_status, _degraded, _syncing, _sync_progress_ratio, _integrity_mismatches,
+     tbhost_array_member_missing, tbhost_array_problems, tbhost_monitor_last_sample_timestamp_seconds
+   Listens on loopback by default: put a reverse proxy or Prometheus on the same host,
+   or pass --listen :9477 deliberately. Alerting rules: monitor/alerts/tbhost.rules.yml.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9477", Usage: "listen on `ADDR`"},
+			&cli.DurationFlag{Name: "interval", Value: 15 * time.Second, Usage: "sample /proc/diskstats every `DURATION`"},
+			&cli.DurationFlag{Name: "topology-every", Value: 5 * time.Minute, Usage: "re-read the array topology (runs lvm) every `DURATION`"},
+			&cli.Float64Flag{Name: "min-reads", Value: 10, Usage: "export the skew ratio only when members average at least `N` reads/s each"},
+		},
+		Action: func(c *cli.Context) error {
+			g := cliutil.Get(c)
+			if c.Duration("interval") <= 0 {
+				return cliutil.Usagef("--interval must be positive, e.g. --interval 15s")
+			}
+			th := monitor.DefaultThresholds()
+			th.MinReads = c.Float64("min-reads")
+			exp := &monitor.Exporter{Env: env(g), Names: c.Args().Slice(), Interval: c.Duration("interval"),
+				TopologyEvery: c.Duration("topology-every"), Thresholds: th, Log: g.Log}
+			// the first sample proves that /sys, /proc and LVM can be read
+			if err := exp.Step(c.Context); err != nil {
+				return cliutil.CannotRun(err)
+			}
+			ctx, stop := interruptible(c)
+			defer stop()
+			srv, err := monitor.NewServer(c.String("listen"), exp)
+			if err != nil {
+				return cliutil.CannotRun(err)
+			}
+			fmt.Fprintf(g.Stderr, "tbhost monitor: serving http://%s/metrics (sampling every %s)\n", srv.Addr(), c.Duration("interval"))
+			if err := srv.Serve(ctx); err != nil {
+				return cliutil.CannotRun(err)
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,173 @@
+package playbookcmd
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tbhost/tbhost/internal/cliutil"
+	"github.com/tbhost/tbhost/playbooks"
+	"github.com/urfave/cli/v2"
+)
+
+func scheduleCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "schedule",
+		Usage:     "a daily systemd service + timer (default) or cron.d line for a playbook; --install writes them",
+		ArgsUsage: "NAME|FILE",
+		Description: `Prints the units (or the cron.d file) that run "tbhost playbook run --yes NAME" daily
+   at --at. Two runs never overlap: a systemd timer does not start a oneshot service that is
+   still running, the cron line holds flock -n, and tbhost locks each playbook's state
+   directory as well.
+
+   tbhost playbook schedule health-check                        print the systemd units
+   tbhost playbook schedule health-check --install              write them to /etc/systemd/system
+   tbhost playbook schedule health-check --cron --at 04:15      print an /etc/cron.d file`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "systemd", Usage: "a systemd service + timer (the default)"},
+			&cli.BoolFlag{Name: "cron", Usage: "an /etc/cron.d file with flock -n"},
+			&cli.StringFlag{Name: "at", Value: "03:30", Usage: "daily start time `HH:MM` (systemd adds up to 10 min random delay)"},
+			setFlag(),
+			&cli.StringFlag{Name: "binary", Usage: "the tbhost binary the units run (default: this one, `PATH`)"},
+			&cli.StringFlag{Name: "user", Value: "root", Usage: "cron: the user the job runs as"},
+			&cli.BoolFlag{Name: "install", Usage: "write the files (to --dest) instead of printing them"},
+			&cli.StringFlag{Name: "dest", Usage: "where --install writes: default /etc/systemd/system, or /etc/cron.d with --cron (`DIR`)"},
+			&cli.BoolFlag{Name: "force", Usage: "--install: replace files that differ"},
+		},
+		Action: scheduleAction,
+	}
+}
+
+func scheduleAction(c *cli.Context) error {
+	o, err := parseOpts(c)
+	if err != nil {
+		return err
+	}
+	if o.help {
+		return o.showHelp()
+	}
+	g := o.globals()
+	if len(o.args) != 1 {
+		return cliutil.Usagef("schedule takes one playbook (NAME or FILE), got %q", o.args)
+	}
+	if o.Bool("systemd") && o.Bool("cron") {
+		return cliutil.Usagef("give --systemd or --cron, not both")
+	}
+	arg := o.args[0]
+	pb, err := load(arg)
+	if err != nil {
+		return err
+	}
+	set, err := playbooks.ParseSet(sets(c))
+	if err != nil {
+		return cliutil.Usage(err)
+	}
+	if _, err := playbooks.Resolve(pb, set); err != nil {
+		return cliutil.Usage(err)
+	}
+	if _, err := playbooks.Validate(pb, liveCommands{c.App}); err != nil {
+		return cliutil.Problem(fmt.Errorf("refusing to schedule a playbook that does not validate against this build:\n%w", err))
+	}
+	for _, s := range pb.Steps {
+		if s.Confirm != nil {
+			return cliutil.Problemf("playbook %s has a confirmation gate (step %s: %q); a scheduled run would pass it unattended with --yes, so tbhost does not schedule it: schedule check playbooks such as health-check", pb.Name, s.Name, s.Confirm.Prompt)
+		}
+	}
+	hour, minute, err := playbooks.ParseAt(o.String("at"))
+	if err != nil {
+		return cliutil.Usage(err)
+	}
+	if !strings.HasPrefix(pb.File, "embedded:") {
+		if arg, err = filepath.Abs(arg); err != nil {
+			return cliutil.CannotRun(err)
+		}
+	}
+	binary := o.String("binary")
+	if binary == "" {
+		if binary, err = os.Executable(); err != nil {
+			return cliutil.CannotRun(fmt.Errorf("find this tbhost binary (pass --binary): %w", err))
+		}
+		if resolved, err := filepath.EvalSymlinks(binary); err == nil {
+			binary = resolved
+		}
+		if strings.Contains(binary, "go-build") || strings.HasPrefix(binary, os.TempDir()) {
+			msg := fmt.Sprintf("this tbhost runs from a temporary build (%s): install it (e.g. go build -o /usr/local/bin/tbhost ./cmd/tbhost) and pass --binary /usr/local/bin/tbhost", binary)
+			if o.Bool("install") {
+				return cliutil.Problemf("%s", msg)
+			}
+			fmt.Fprintf(g.Stderr, "warning: %s\n", msg)
+		}
+	}
+	if !filepath.IsAbs(binary) {
+		return cliutil.Usagef("--binary %s: give an absolute path (cron and systemd do not search your PATH)", binary)
+	}
+	var args []string
+	for _, s := range sets(c) {
+		args = append(args, "--set", s)
+	}
+	sch := playbooks.Schedule{Name: pb.Name, Playbook: arg, Binary: binary, Args: args, Hour: hour, Minute: minute, User: o.String("user")}
+	type file struct{ name, content string }
+	var files []file
+	dest := o.String("dest")
+	if o.Bool("cron") {
+		files = []file{{sch.UnitName(), sch.Cron()}}
+		if dest == "" {
+			dest = "/etc/cron.d"
+		}
+	} else {
+		files = []file{{sch.UnitName() + ".service", sch.Service()}, {sch.UnitName() + ".timer", sch.Timer()}}
+		if dest == "" {
+			dest = "/etc/systemd/system"
+		}
+	}
+	if !o.Bool("install") {
+		for i, f := range files {
+			if i > 0 {
+				fmt.Fprintln(g.Stdout)
+			}
+			fmt.Fprintf(g.Stdout, "# ---- %s\n%s", filepath.Join(dest, f.name), f.content)
+		}
+		return nil
+	}
+	for _, f := range files {
+		if err := installFile(g.Stdout, filepath.Join(dest, f.name), f.content, o.Bool("force")); err != nil {
+			return err
+		}
+	}
+	if o.Bool("cron") {
+		fmt.Fprintf(g.Stdout, "cron picks up %s by itself.\n", filepath.Join(dest, files[0].name))
+	} else {
+		fmt.Fprintf(g.Stdout, "next: systemctl daemon-reload && systemctl enable --now %s.timer\n", sch.UnitName())
+	}
+	return nil
+}
+
+// installFile writes content to path (0644, atomically), leaving an
+// identical file alone and refusing to replace a different one without force.
+func installFile(w io.Writer, path, content string, force bool) error {
+	old, err := os.ReadFile(path)
+	switch {
+	case err == nil && bytes.Equal(old, []byte(content)):
+		fmt.Fprintf(w, "unchanged: %s\n", path)
+		return nil
+	case err == nil && !force:
+		return cliutil.Problemf("%s exists and differs from what tbhost would write: compare with the printed version (without --install), then re-run with --force to replace it", path)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return cliutil.CannotRun(fmt.Errorf("read %s: %w", path, err))
+	}
+	tmp := path + ".tbhost-new"
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		return cliutil.CannotRun(fmt.Errorf("write %s: %w (run as root, or choose --dest)", path, err))
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return cliutil.CannotRun(fmt.Errorf("install %s: %w", path, err))
+	}
+	fmt.Fprintf(w, "wrote %s\n", path)
+	return nil
+}

@@ -1,0 +1,559 @@
+package prefixcmd
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tbhost/tbhost/internal/cliutil"
+	"github.com/tbhost/tbhost/internal/execx"
+	"github.com/tbhost/tbhost/prefix"
+	"github.com/tbhost/tbhost/prefix/prefixtest"
+	"github.com/urfave/cli/v2"
+)
+
+// runCLI runs `tbhost ...` in-process with only the prefix group installed.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	env := &cliutil.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Runner: execx.NewRecorded()}
+	app := &cli.App{
+		Name: "tbhost", Flags: cliutil.GlobalFlags(), Commands: []*cli.Command{Command()},
+		Writer: &out, ErrWriter: &errb, ExitErrHandler: func(*cli.Context, error) {},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return cliutil.Usage(err) },
+	}
+	cliutil.Install(app, env)
+	err := app.Run(append([]string{"tbhost"}, args...))
+	if err != nil && err.Error() != "" {
+		fmt.Fprintf(&errb, "tbhost: %v\n", err)
+	}
+	return cliutil.CodeOf(err), out.String(), errb.String()
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, _ := os.Getwd()
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test")
+		}
+		dir = parent
+	}
+}
+
+// realTables is ../shared/syzygy/tables relative to the repo root; the test
+// skips when the real files are absent.
+func realTables(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(repoRoot(t), "..", "shared", "syzygy", "tables")
+	if files, _ := filepath.Glob(filepath.Join(dir, "*.rtb[wz]")); len(files) == 0 {
+		t.Skipf("real Syzygy tables absent at %s; skipping", dir)
+	}
+	return dir
+}
+
+// copyTables copies the real tables into a temp dir the test may modify.
+func copyTables(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	files, _ := filepath.Glob(filepath.Join(src, "*.rtb[wz]"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+var byteFields = []string{"size", "header", "sparse_index", "block_lengths", "data", "sparse_prefix", "prefix"}
+
+func keys(m map[string]any) []string {
+	var k []string
+	for n := range m {
+		k = append(k, n)
+	}
+	sort.Strings(k)
+	return k
+}
+
+// The acceptance test: stats --json totals on the real tables equal an
+// independent count (prefixtest.Count reads each whole file and finds the
+// prefix backward, from the size and the data blocks).
+func TestStatsJSONEqualsIndependentCount(t *testing.T) {
+	dir := realTables(t)
+	code, out, errs := runCLI(t, "prefix", "stats", "--json", "--files", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal([]byte(out), &raw); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(keys(raw), ","); got != "files,totals" {
+		t.Fatalf("top-level keys %s", got)
+	}
+	wantFile := append([]string{"kind", "name"}, byteFields...)
+	sort.Strings(wantFile)
+	for _, f := range raw["files"].([]any) {
+		if got := keys(f.(map[string]any)); strings.Join(got, ",") != strings.Join(wantFile, ",") {
+			t.Fatalf("file keys %v, want %v", got, wantFile)
+		}
+	}
+	wantTot := append([]string{"files"}, byteFields...)
+	sort.Strings(wantTot)
+	tots := raw["totals"].(map[string]any)
+	if got := strings.Join(keys(tots), ","); got != "all,dtz,wdl" {
+		t.Fatalf("totals keys %s", got)
+	}
+	for _, k := range []string{"wdl", "dtz", "all"} {
+		if got := keys(tots[k].(map[string]any)); strings.Join(got, ",") != strings.Join(wantTot, ",") {
+			t.Fatalf("totals.%s keys %v", k, got)
+		}
+	}
+
+	var st prefix.Stats
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.rtb[wz]"))
+	want := map[string]*prefix.Totals{"wdl": {}, "dtz": {}, "all": {}}
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := prefixtest.Count(filepath.Base(p), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kind := "wdl"
+		if strings.HasSuffix(p, ".rtbz") {
+			kind = "dtz"
+		}
+		for _, k := range []string{kind, "all"} {
+			w := want[k]
+			w.Files++
+			w.Size += int64(len(b))
+			w.Header += c.Header
+			w.SparseIndex += c.SparseIndex
+			w.BlockLengths += c.BlockLengths
+			w.Data += c.Data
+			w.SparsePrefix += c.SparsePrefix
+			w.Prefix += c.Prefix
+		}
+		if c.Prefix%64 != 0 || (len(b) == 80 && c.Prefix != 64) {
+			t.Errorf("%s: independent prefix %d", p, c.Prefix)
+		}
+	}
+	if st.Totals.WDL != *want["wdl"] || st.Totals.DTZ != *want["dtz"] || st.Totals.All != *want["all"] {
+		t.Fatalf("stats totals %+v\nindependent  wdl %+v dtz %+v all %+v", st.Totals, *want["wdl"], *want["dtz"], *want["all"])
+	}
+	if st.Totals.All.Files != len(files) || len(st.Files) != len(files) {
+		t.Fatalf("%d files in totals, %d listed, %d on disk", st.Totals.All.Files, len(st.Files), len(files))
+	}
+	for _, f := range st.Files {
+		if f.Prefix%64 != 0 {
+			t.Errorf("%s: prefix %d is not a multiple of 64", f.Name, f.Prefix)
+		}
+		if f.Size == 80 && f.Prefix != 64 {
+			t.Errorf("%s: 80-byte file has prefix %d, want 64", f.Name, f.Prefix)
+		}
+	}
+	// Without --files there is no files key.
+	_, out, _ = runCLI(t, "--json", "prefix", "stats", dir)
+	raw = nil
+	json.Unmarshal([]byte(out), &raw)
+	if _, ok := raw["files"]; ok {
+		t.Error("files listed without --files")
+	}
+}
+
+// Hostile input next to good tables: each bad file is named with a reason,
+// nothing panics, the good files are counted, exit 1.
+func TestHostileFilesAreNamedAndSkipped(t *testing.T) {
+	dir := t.TempDir()
+	good := map[string]bool{}
+	for _, s := range []prefixtest.Spec{{Name: "KRvK.rtbw"}, {Name: "KPvK.rtbz"}, {Name: "KQvKQ.rtbw"}} {
+		if _, _, err := prefixtest.WriteTable(dir, s); err != nil {
+			t.Fatal(err)
+		}
+		good[s.Name] = true
+	}
+	rnd := make([]byte, 8192+16)
+	rand.New(rand.NewSource(1)).Read(rnd)
+	bad := map[string][]byte{
+		"KRvKN.rtbw": rnd,
+		"KRvKP.rtbz": []byte("version https://git-lfs.github.com/spec/v1\noid sha256:9d0d\nsize 193424\n"),
+		"KQvKR.rtbw": []byte("<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head></html>\n"),
+	}
+	reasons := map[string]string{"KRvKN.rtbw": "wrong magic", "KRvKP.rtbz": "Git LFS", "KQvKR.rtbw": "HTML"}
+	if real := filepath.Join(repoRoot(t), "..", "shared", "syzygy", "tables"); dirExists(real) {
+		for _, n := range []string{"KPvKP.rtbw", "KRvKP.rtbw", "KBNvK.rtbz"} {
+			b, err := os.ReadFile(filepath.Join(real, n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			bad[n] = b[:len(b)*2/3] // a truncated download
+			reasons[n] = "truncated"
+		}
+	}
+	for n, b := range bad {
+		os.WriteFile(filepath.Join(dir, n), b, 0o644)
+	}
+	code, out, errs := runCLI(t, "prefix", "stats", "--json", "--files", dir)
+	if code != cliutil.ExitProblem {
+		t.Fatalf("exit %d, want 1; stderr %s", code, errs)
+	}
+	for n, why := range reasons {
+		if !strings.Contains(errs, n) || !strings.Contains(errs, why) {
+			t.Errorf("stderr does not name %s with %q:\n%s", n, why, errs)
+		}
+	}
+	var st prefix.Stats
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Totals.All.Files != len(good) {
+		t.Errorf("counted %d good files, want %d", st.Totals.All.Files, len(good))
+	}
+
+	store := t.TempDir()
+	code, _, errs = runCLI(t, "prefix", "extract", "--tables", dir, "--store", store)
+	if code != cliutil.ExitProblem || !strings.Contains(errs, fmt.Sprintf("%d of %d tables failed", len(bad), len(bad)+len(good))) {
+		t.Fatalf("extract exit %d, stderr %s", code, errs)
+	}
+	for n := range good {
+		if _, err := os.Stat(filepath.Join(store, n+".prefix")); err != nil {
+			t.Errorf("good table %s has no prefix: %v", n, err)
+		}
+	}
+}
+
+func dirExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
+
+// Acceptance: extracted prefixes equal the tables' first bytes; damage to
+// one prefix, or a change to one table, makes verify exit 1 naming it.
+func TestExtractAndVerifyRealTables(t *testing.T) {
+	tables := copyTables(t, realTables(t))
+	store := t.TempDir()
+	code, out, errs := runCLI(t, "prefix", "extract", "--tables", tables, "--store", store, "--jobs", "3")
+	if code != 0 {
+		t.Fatalf("extract exit %d: %s %s", code, out, errs)
+	}
+	files, _ := filepath.Glob(filepath.Join(tables, "*.rtb[wz]"))
+	for _, f := range files {
+		l, err := prefix.ParseFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, _ := os.ReadFile(f)
+		got, err := os.ReadFile(filepath.Join(store, filepath.Base(f)+".prefix"))
+		if err != nil || !bytes.Equal(got, src[:l.Prefix]) {
+			t.Fatalf("%s: prefix (%d bytes, %v) is not the first %d bytes", f, len(got), err, l.Prefix)
+		}
+	}
+	for _, args := range [][]string{{}, {"--full"}} {
+		if code, out, _ := runCLI(t, append([]string{"prefix", "verify", "--tables", tables, "--store", store}, args...)...); code != 0 {
+			t.Fatalf("verify %v on a fresh store: exit %d\n%s", args, code, out)
+		}
+	}
+
+	damage := []struct {
+		name, kind string
+		do         func()
+		undo       func()
+	}{}
+	pp := func(n string) string { return filepath.Join(store, n+".prefix") }
+	save := func(p string) func() {
+		b, _ := os.ReadFile(p)
+		st, _ := os.Stat(p)
+		return func() { os.WriteFile(p, b, 0o644); os.Chtimes(p, st.ModTime(), st.ModTime()) }
+	}
+	damage = append(damage,
+		struct {
+			name, kind string
+			do         func()
+			undo       func()
+		}{"KRvKP.rtbw", "CORRUPT", func() {
+			b, _ := os.ReadFile(pp("KRvKP.rtbw"))
+			b[len(b)-100] ^= 1
+			os.WriteFile(pp("KRvKP.rtbw"), b, 0o644)
+		}, save(pp("KRvKP.rtbw"))},
+		struct {
+			name, kind string
+			do         func()
+			undo       func()
+		}{"KQPvK.rtbz", "TRUNCATED", func() { os.Truncate(pp("KQPvK.rtbz"), 1000) }, save(pp("KQPvK.rtbz"))},
+		struct {
+			name, kind string
+			do         func()
+			undo       func()
+		}{"KNvK.rtbw", "MISSING", func() { os.Remove(pp("KNvK.rtbw")) }, save(pp("KNvK.rtbw"))},
+		struct {
+			name, kind string
+			do         func()
+			undo       func()
+		}{"KPvKP.rtbz", "STALE", func() {
+			p := filepath.Join(tables, "KPvKP.rtbz")
+			b, _ := os.ReadFile(p)
+			b[len(b)-200] ^= 1
+			os.WriteFile(p, b, 0o644)
+			later := time.Now().Add(time.Second)
+			os.Chtimes(p, later, later)
+		}, save(filepath.Join(tables, "KPvKP.rtbz"))},
+	)
+	for _, d := range damage {
+		d.do()
+		for _, args := range [][]string{{}, {"--full"}, {"--json"}} {
+			code, out, _ := runCLI(t, append([]string{"prefix", "verify", "--tables", tables, "--store", store}, args...)...)
+			if code != cliutil.ExitProblem || !strings.Contains(out, d.name) || (args == nil && !strings.Contains(out, d.kind+" "+d.name)) {
+				t.Errorf("%s %s, verify %v: exit %d\n%s", d.kind, d.name, args, code, out)
+			}
+		}
+		d.undo()
+	}
+	if code, out, _ := runCLI(t, "prefix", "verify", "--tables", tables, "--store", store, "--full"); code != 0 {
+		t.Fatalf("after undoing the damage: exit %d\n%s", code, out)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"prefix", "stats"},
+		{"prefix", "extract", "--store", dir},
+		{"prefix", "extract", "--tables", dir, "--store", dir, "--upto", "data"},
+		{"prefix", "plan", "--tables", dir, "--capacity", "12 apples"},
+		{"prefix", "verify", "--tables", dir},
+		{"prefix", "nosuch"},
+	} {
+		if code, _, errs := runCLI(t, args...); code != cliutil.ExitUsage {
+			t.Errorf("%v: exit %d, want 2 (%s)", args, code, errs)
+		}
+	}
+}
+
+func TestPlanCLI(t *testing.T) {
+	dir := realTables(t)
+	code, out, _ := runCLI(t, "prefix", "plan", "--tables", dir, "--capacity", "1GiB")
+	if code != 0 || !strings.Contains(out, "FITS") {
+		t.Fatalf("1 GiB: exit %d\n%s", code, out)
+	}
+	code, out, errs := runCLI(t, "prefix", "plan", "--tables", dir, "--capacity", "220KiB", "--list")
+	if code != cliutil.ExitProblem || !strings.Contains(out, "rule:") || !strings.Contains(out, "sparse-index") || !strings.Contains(errs, "does not fit") {
+		t.Fatalf("220 KiB: exit %d\n%s\n%s", code, out, errs)
+	}
+	var p prefix.Plan
+	_, out, _ = runCLI(t, "prefix", "plan", "--json", "--tables", dir, "--capacity", "220KiB")
+	if err := json.Unmarshal([]byte(out), &p); err != nil || p.FitsFull || !p.FitsSparse || p.PlannedOnDisk > p.Capacity {
+		t.Fatalf("plan JSON %+v, %v", p, err)
+	}
+}
+
+// synthNames are pawnless tables absent from the real set, for bulk fixtures.
+func synthNames() []string {
+	var names []string
+	pieces := []string{"Q", "R", "B", "N"}
+	for _, a := range pieces {
+		for _, b := range pieces {
+			names = append(names, "K"+a+"vK"+b)
+			names = append(names, "K"+a+b+"vK")
+		}
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range names {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n+".rtbw", n+".rtbz")
+		}
+	}
+	return out
+}
+
+// The crash test: the real binary extracts slowly, is killed with SIGKILL
+// mid-run, and a rerun finishes a complete, verified store.
+func TestExtractKilledMidRunThenRerun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "tbhost")
+	build := exec.Command("go", "build", "-o", bin, "github.com/tbhost/tbhost/cmd/tbhost")
+	build.Dir = repoRoot(t)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	if out, _ := exec.Command(bin, "prefix", "--help").CombinedOutput(); !strings.Contains(string(out), "extract") {
+		t.Skipf("the binary has no prefix command group yet (main.go commands()): %s", out)
+	}
+	tables := t.TempDir()
+	made := 0
+	for _, n := range synthNames() {
+		if _, _, err := prefixtest.WriteTable(tables, prefixtest.Spec{Name: n}); err == nil {
+			made++
+		}
+	}
+	if made < 40 {
+		t.Fatalf("only %d synthetic tables", made)
+	}
+	args := []string{"prefix", "extract", "--tables", tables, "--store"}
+	store := t.TempDir()
+	cmd := exec.Command(bin, append(args, store, "--jobs", "2", "--pause-each", "40ms")...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	done := 0
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "] K") {
+			done++
+		}
+		if done == 24 { // past at least one manifest flush (every 250 ms)
+			break
+		}
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	if done < 24 {
+		t.Fatalf("the run ended before the kill (%d files)", done)
+	}
+
+	// Whatever is under a final name is whole.
+	finals, _ := filepath.Glob(filepath.Join(store, "*.prefix"))
+	if len(finals) == 0 || len(finals) >= made {
+		t.Fatalf("%d of %d prefixes after the kill: not mid-run", len(finals), made)
+	}
+	for _, f := range finals {
+		name := strings.TrimSuffix(filepath.Base(f), ".prefix")
+		l, err := prefix.ParseFile(filepath.Join(tables, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, _ := os.ReadFile(filepath.Join(tables, name))
+		got, _ := os.ReadFile(f)
+		if !bytes.Equal(got, src[:l.Prefix]) {
+			t.Fatalf("%s under its final name is not the whole prefix (%d of %d bytes)", f, len(got), l.Prefix)
+		}
+	}
+	// Before the rerun, verify must not pass.
+	if out, err := exec.Command(bin, "prefix", "verify", "--tables", tables, "--store", store).Output(); err == nil {
+		t.Fatalf("verify passed an incomplete store:\n%s", out)
+	}
+	out, err := exec.Command(bin, append(args, store, "--jobs", "2")...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("rerun: %v\n%s", err, out)
+	}
+	var written, skipped int
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "extract into") {
+			fmt.Sscanf(line[strings.Index(line, "tables, ")+len("tables, "):], "%d written, %d already valid", &written, &skipped)
+		}
+	}
+	// Prefixes whose manifest batch was flushed before the kill are skipped;
+	// the rest (renamed but not yet recorded, or not done) are redone.
+	if skipped == 0 || skipped > len(finals) || written+skipped != made {
+		t.Fatalf("rerun wrote %d and skipped %d of %d (%d were done before the kill)\n%s", written, skipped, made, len(finals), out)
+	}
+	for _, mode := range [][]string{nil, {"--full"}} {
+		out, err := exec.Command(bin, append([]string{"prefix", "verify", "--tables", tables, "--store", store}, mode...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("verify %v after the rerun: %v\n%s", mode, err, out)
+		}
+	}
+}
+
+// On a terminal, extract draws a progress bar (files, bytes, rate, ETA) on
+// stderr; in JSON mode without a terminal stdout is only the JSON report.
+func TestExtractProgressOutputs(t *testing.T) {
+	tables := t.TempDir()
+	for _, s := range []prefixtest.Spec{{Name: "KRvK.rtbw"}, {Name: "KPvK.rtbz"}, {Name: "KQvKQ.rtbw"}} {
+		prefixtest.WriteTable(tables, s)
+	}
+	var out, errb bytes.Buffer
+	env := &cliutil.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Runner: execx.NewRecorded(),
+		IsTerminal: func() bool { return true }}
+	app := &cli.App{Name: "tbhost", Flags: cliutil.GlobalFlags(), Commands: []*cli.Command{Command()}, Writer: &out, ErrWriter: &errb}
+	cliutil.Install(app, env)
+	if err := app.Run([]string{"tbhost", "prefix", "extract", "--tables", tables, "--store", t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errb.String(), "files 3/3") || !strings.Contains(errb.String(), "100%") {
+		t.Errorf("terminal progress: %q", errb.String())
+	}
+	code, stdout, stderr := runCLI(t, "prefix", "extract", "--json", "--tables", tables, "--store", t.TempDir())
+	var rep prefix.ExtractReport
+	if code != 0 || json.Unmarshal([]byte(stdout), &rep) != nil || rep.Written != 3 || stderr != "" {
+		t.Fatalf("json mode: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	code, _, stderr = runCLI(t, "prefix", "extract", "--tables", tables, "--store", t.TempDir())
+	if code != 0 || strings.Count(stderr, "extract: [") != 3 {
+		t.Fatalf("plain progress lines: %q", stderr)
+	}
+}
+
+func TestExtractWithCapacityFollowsPlan(t *testing.T) {
+	dir := realTables(t)
+	store := t.TempDir()
+	code, _, errs := runCLI(t, "prefix", "extract", "--tables", dir, "--store", store, "--capacity", "230KiB")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	man, err := prefix.LoadManifest(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sparse := 0
+	for _, e := range man {
+		if e.Upto == "sparse-index" {
+			sparse++
+			if !strings.HasSuffix(e.Name, ".rtbw") && !strings.HasSuffix(e.Name, ".rtbz") {
+				t.Errorf("odd entry %+v", e)
+			}
+		}
+	}
+	if sparse == 0 || sparse == len(man) {
+		t.Fatalf("%d of %d sparse: the plan was not applied", sparse, len(man))
+	}
+	if code, out, _ := runCLI(t, "prefix", "verify", "--full", "--tables", dir, "--store", store); code != 0 {
+		t.Fatalf("verify: %d\n%s", code, out)
+	}
+	if code, _, _ := runCLI(t, "prefix", "extract", "--tables", dir, "--store", store, "--capacity", "100KiB"); code != cliutil.ExitProblem {
+		t.Fatalf("capacity below the sparse prefixes: exit %d, want 1", code)
+	}
+	if code, _, _ := runCLI(t, "prefix", "extract", "--tables", dir, "--store", store, "--capacity", "1GiB", "--upto", "sparse-index"); code != cliutil.ExitUsage {
+		t.Fatalf("--capacity with --upto: exit %d, want 2", code)
+	}
+}
+
+func TestStatsFlagAfterDirectoryIsUsageError(t *testing.T) {
+	code, _, errs := runCLI(t, "prefix", "stats", t.TempDir(), "--json")
+	if code != cliutil.ExitUsage || !strings.Contains(errs, "put flags before the directories") {
+		t.Fatalf("exit %d, %s", code, errs)
+	}
+}

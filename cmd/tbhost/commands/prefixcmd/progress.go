@@ -1,0 +1,109 @@
+package prefixcmd
+
+import (
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/tbhost/tbhost/internal/cliutil"
+	"github.com/tbhost/tbhost/internal/sizes"
+)
+
+// newProgress returns a progress bar on a terminal, plain lines otherwise.
+func newProgress(g *cliutil.Globals) progressSink {
+	if g.Terminal() {
+		return &barProgress{w: g.Stderr}
+	}
+	return &lineProgress{w: g.Stderr}
+}
+
+type progressSink interface {
+	Begin(files int, bytes int64)
+	Advance(bytes int64)
+	Done(name string, bytes int64, err error)
+	End()
+}
+
+// barProgress draws bytes, files, rate and ETA.
+type barProgress struct {
+	w     io.Writer
+	mu    sync.Mutex
+	bar   *progressbar.ProgressBar
+	files int
+	done  int
+}
+
+func (p *barProgress) Begin(files int, bytes int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.files = files
+	p.bar = progressbar.NewOptions64(bytes,
+		progressbar.OptionSetWriter(p.w),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionUseIECUnits(true),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionSetElapsedTime(true),
+		progressbar.OptionShowElapsedTimeOnFinish(),
+		progressbar.OptionFullWidth(),
+		progressbar.OptionThrottle(100_000_000),
+		progressbar.OptionSetDescription(fmt.Sprintf("files 0/%d", files)),
+		progressbar.OptionOnCompletion(func() { fmt.Fprintln(p.w) }),
+	)
+}
+
+func (p *barProgress) Advance(n int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_ = p.bar.Add64(n)
+}
+
+func (p *barProgress) Done(name string, _ int64, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done++
+	p.bar.Describe(fmt.Sprintf("files %d/%d", p.done, p.files))
+	if err != nil {
+		_ = p.bar.Clear()
+		fmt.Fprintf(p.w, "FAILED %s: %v\n", name, err)
+	}
+}
+
+func (p *barProgress) End() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_ = p.bar.Finish()
+}
+
+// lineProgress prints one line per finished file (logs, cron, pipes).
+type lineProgress struct {
+	w     io.Writer
+	mu    sync.Mutex
+	files int
+	done  int
+	total int64
+	bytes int64
+}
+
+func (p *lineProgress) Begin(files int, bytes int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.files, p.total = files, bytes
+	fmt.Fprintf(p.w, "extract: %d prefixes to write, %s\n", files, sizes.Format(bytes))
+}
+
+func (p *lineProgress) Advance(n int64) {}
+
+func (p *lineProgress) Done(name string, n int64, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done++
+	p.bytes += n
+	if err != nil {
+		fmt.Fprintf(p.w, "extract: [%d/%d] FAILED %s: %v\n", p.done, p.files, name, err)
+		return
+	}
+	fmt.Fprintf(p.w, "extract: [%d/%d] %s %s (%s of %s)\n", p.done, p.files, name, sizes.Format(n), sizes.Format(p.bytes), sizes.Format(p.total))
+}
+
+func (p *lineProgress) End() {}

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const fixtures = "../../monitor/testdata/derived/"
+
+func TestMonitorCheckMisbuiltIsCriticalAndNamesIdleDisks(t *testing.T) {
+	code, out, stderr := runTB(t, nil, "--root", fixtures+"misbuilt", "monitor", "check")
+	if code != 2 {
+		t.Fatalf("exit %d, want 2 (CRITICAL)\n%s%s", code, out, stderr)
+	}
+	first := strings.SplitN(out, "\n", 2)[0]
+	if !strings.HasPrefix(first, "CRITICAL: ") || !strings.Contains(first, "sdd, sde, sdf idle") {
+		t.Errorf("summary line %q must be CRITICAL and name the idle disks", first)
+	}
+	for _, id := range []string{"scsi-0QEMU_QEMU_HARDDISK_HDD4", "probe_rimage_0"} {
+		if !strings.Contains(out, id) {
+			t.Errorf("details lack %s:\n%s", id, out)
+		}
+	}
+}
+
+func TestMonitorCheckBalancedIsOK(t *testing.T) {
+	code, out, stderr := runTB(t, nil, "--root", fixtures+"balanced", "monitor", "check", "--for", "10s", "vg-hdd/tables")
+	if code != 0 || !strings.HasPrefix(out, "OK: vg-hdd/tables balanced (6 disks") {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	if strings.Contains(out, "vg-nvme/prefix") {
+		t.Errorf("only the named array may be checked:\n%s", out)
+	}
+}
+
+func TestMonitorCheckMissingMemberIsCritical(t *testing.T) {
+	code, out, _ := runTB(t, nil, "--root", fixtures+"missing", "monitor", "check", "--quiet")
+	if code != 2 || !strings.Contains(out, "tables_rimage_5 has no disk") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+}
+
+func TestMonitorCheckQuietPrintsNothingWhenOK(t *testing.T) {
+	code, out, stderr := runTB(t, nil, "--root", fixtures+"balanced", "monitor", "check", "--quiet", "vg-hdd/tables")
+	if code != 0 || out != "" || stderr != "" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+}
+
+func TestMonitorCheckLowTraffic(t *testing.T) {
+	// the prefix array reads nothing in the fixture: skew is not judged
+	code, out, _ := runTB(t, nil, "--root", fixtures+"balanced", "monitor", "check", "vg-nvme/prefix")
+	if code != 0 || !strings.Contains(strings.SplitN(out, "\n", 2)[0], "too little traffic") {
+		t.Fatalf("default: exit %d\n%s", code, out)
+	}
+	code, out, _ = runTB(t, nil, "--root", fixtures+"balanced", "monitor", "check", "--no-traffic", "unknown", "vg-nvme/prefix")
+	if code != 3 || !strings.HasPrefix(out, "UNKNOWN: ") {
+		t.Fatalf("--no-traffic unknown: exit %d\n%s", code, out)
+	}
+}
+
+func TestMonitorCheckJSONShape(t *testing.T) {
+	code, out, _ := runTB(t, nil, "--root", fixtures+"misbuilt", "monitor", "check", "--json")
+	if code != 2 {
+		t.Fatalf("exit %d", code)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if doc["status"] != "CRITICAL" || len(doc) != 2 {
+		t.Errorf("top level: %v", keys(doc))
+	}
+	arr := doc["arrays"].([]any)[0].(map[string]any)
+	if arr["name"] != "vg-hdd/probe" || len(arr) != 3 || len(arr["problems"].([]any)) == 0 {
+		t.Errorf("array keys %v", keys(arr))
+	}
+	m := arr["members"].([]any)[1].(map[string]any)
+	want := []string{"disk", "flag", "id", "read_bytes_per_s", "reads_per_s", "share"}
+	if got := keys(m); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("member keys %v, want %v", got, want)
+	}
+	if m["disk"] != "sdd" || m["flag"] != "idle" || m["id"] != "scsi-0QEMU_QEMU_HARDDISK_HDD4" || m["reads_per_s"].(float64) != 0 {
+		t.Errorf("member %v", m)
+	}
+}
+
+func keys(m map[string]any) []string {
+	var k []string
+	for x := range m {
+		k = append(k, x)
+	}
+	for i := range k { // tiny sort, no import
+		for j := i + 1; j < len(k); j++ {
+			if k[j] < k[i] {
+				k[i], k[j] = k[j], k[i]
+			}
+		}
+	}
+	return k
+}
+
+func TestMonitorCheckTextfile(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "tbhost.prom")
+	code, _, _ := runTB(t, nil, "--root", fixtures+"misbuilt", "monitor", "check", "--quiet", "--textfile", f)
+	if code != 2 {
+		t.Fatalf("exit %d", code)
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"tbhost_monitor_check_status 2",
+		`tbhost_monitor_check_member_flag{array="vg-hdd/probe",disk="sdd",flag="idle",id="scsi-0QEMU_QEMU_HARDDISK_HDD4",image="probe_rimage_0"} 1`,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("textfile lacks %q:\n%s", want, b)
+		}
+	}
+	entries, _ := os.ReadDir(filepath.Dir(f))
+	if len(entries) != 1 {
+		t.Errorf("temporary files left behind: %v", entries)
+	}
+}
+
+func TestMonitorCheckUsageErrorsAreUnknown(t *testing.T) {
+	for _, args := range [][]string{
+		{"monitor", "check", "--warn", "lots"},
+		{"monitor", "check", "--warn", "70%", "--crit", "60%"},
+		{"monitor", "check", "--no-such-flag"},
+		{"monitor", "check", "--no-traffic", "maybe"},
+	} {
+		code, out, stderr := runTB(t, nil, append([]string{"--root", fixtures + "balanced"}, args...)...)
+		if code != 3 {
+			t.Errorf("%v: exit %d, want 3 (Nagios UNKNOWN; 2 would read as CRITICAL)\n%s%s", args, code, out, stderr)
+		}
+	}
+}
+
+func TestMonitorCheckUnknownArrayListsArrays(t *testing.T) {
+	code, out, _ := runTB(t, nil, "--root", fixtures+"balanced", "monitor", "check", "vg-hdd/nope")
+	if code != 3 || !strings.Contains(out, "vg-hdd/tables, vg-nvme/prefix") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+}
+
+func TestMonitorCheckUnreadableRoot(t *testing.T) {
+	code, out, _ := runTB(t, nil, "--root", t.TempDir(), "monitor", "check")
+	if code != 3 || !strings.Contains(out, "sys/block") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+}
+
+func TestMonitorTopologyJSON(t *testing.T) {
+	code, out, _ := runTB(t, nil, "--root", fixtures+"balanced", "--json", "monitor", "topology", "vg-hdd/tables")
+	if code != 0 || !strings.Contains(out, `"ID": "scsi-0QEMU_QEMU_HARDDISK_HDD6"`) {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+}
+
+func TestMonitorWatchPlainLines(t *testing.T) {
+	code, out, stderr := runTB(t, nil, "--root", fixtures+"misbuilt", "monitor", "watch", "--count", "5")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	// the replay has 3 samples: 2 refreshes x 6 members, then it ends
+	if len(lines) != 12 || !strings.Contains(lines[1], "vg-hdd/probe disk=sdd id=scsi-0QEMU_QEMU_HARDDISK_HDD4 image=probe_rimage_0 r/s=0.0") {
+		t.Fatalf("%d lines:\n%s", len(lines), out)
+	}
+	if strings.Contains(out, "\x1b[") {
+		t.Error("escape codes when piped")
+	}
+}
+
+func TestMonitorServeBadListenCannotRun(t *testing.T) {
+	code, _, stderr := runTB(t, nil, "--root", fixtures+"balanced", "monitor", "serve", "--listen", "256.0.0.1:1")
+	if code != 3 || !strings.Contains(stderr, "256.0.0.1:1") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
+
+func TestMonitorWithoutSubcommandIsUsage(t *testing.T) {
+	code, _, _ := runTB(t, nil, "monitor", "nope")
+	if code != 2 {
+		t.Fatalf("exit %d", code)
+	}
+}
+
+// The acceptance items on REAL lab captures (monitor/testdata/captured).
+func TestMonitorCheckRealCaptures(t *testing.T) {
+	const captured = "../../monitor/testdata/captured/"
+	code, out, _ := runTB(t, nil, "--root", captured+"raid5-no-stripes", "monitor", "check", "vg-hdd/tables")
+	if first := strings.SplitN(out, "\n", 2)[0]; code != 2 || !strings.Contains(first, "sdc, sde, sdf idle") {
+		t.Errorf("misbuilt: exit %d, summary %q", code, first)
+	}
+	code, out, _ = runTB(t, nil, "--root", captured+"raid5-integrity-stripes5", "monitor", "check", "vg-hdd/tables")
+	if code != 0 || !strings.HasPrefix(out, "OK: vg-hdd/tables balanced (6 disks") {
+		t.Errorf("balanced: exit %d\n%s", code, out)
+	}
+}

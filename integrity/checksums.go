@@ -1,0 +1,234 @@
+package integrity
+
+import (
+	"bufio"
+	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha3"
+	"crypto/sha512"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Algo is a digest algorithm of a published checksum list.
+type Algo string
+
+// Supported algorithms.
+const (
+	MD5     Algo = "md5"
+	SHA1    Algo = "sha1"
+	SHA256  Algo = "sha256"
+	SHA512  Algo = "sha512"
+	SHA3224 Algo = "sha3-224"
+)
+
+// Algos lists the supported algorithms, for help texts.
+func Algos() []Algo { return []Algo{MD5, SHA1, SHA256, SHA512, SHA3224} }
+
+// ParseAlgo reads an --algo value ("sha256", "SHA-256", "sha256sum").
+func ParseAlgo(s string) (Algo, error) {
+	n := strings.ToLower(strings.TrimSpace(s))
+	n = strings.TrimSuffix(n, "sum")
+	n = strings.ReplaceAll(n, "_", "-")
+	switch n {
+	case "md5":
+		return MD5, nil
+	case "sha1", "sha-1":
+		return SHA1, nil
+	case "sha256", "sha-256":
+		return SHA256, nil
+	case "sha512", "sha-512":
+		return SHA512, nil
+	case "sha3-224":
+		return SHA3224, nil
+	case "b2", "blake2", "blake2b", "b3", "blake3":
+		return "", fmt.Errorf("algorithm %q is not supported; use one of the other published lists (md5, sha1, sha256, sha512, sha3-224)", s)
+	}
+	return "", fmt.Errorf("unknown algorithm %q (supported: md5, sha1, sha256, sha512, sha3-224)", s)
+}
+
+// New returns a fresh hash of the algorithm.
+func (a Algo) New() hash.Hash {
+	switch a {
+	case MD5:
+		return md5.New()
+	case SHA1:
+		return sha1.New()
+	case SHA256:
+		return sha256.New()
+	case SHA512:
+		return sha512.New()
+	case SHA3224:
+		return sha3.New224()
+	}
+	panic("integrity: unknown algorithm " + string(a))
+}
+
+// HexLen is the length of the algorithm's digest in hex digits.
+func (a Algo) HexLen() int { return a.New().Size() * 2 }
+
+// algoByLength picks the algorithm from a digest length. Lengths shared by
+// two published algorithms are resolved by the list's file name (the
+// syzygy-tables.info lists are called b2, b3, sha3-224, ...).
+func algoByLength(n int, listName string) (Algo, error) {
+	base := strings.ToLower(filepath.Base(listName))
+	hint := func(names ...string) bool {
+		for _, s := range names {
+			if base == s || strings.HasPrefix(base, s+".") || strings.HasSuffix(base, "."+s) {
+				return true
+			}
+		}
+		return false
+	}
+	if hint("b2", "b3", "blake2", "blake2b", "blake3", "b2sum", "b3sum") {
+		return "", fmt.Errorf("%s looks like a BLAKE2/BLAKE3 list, which tbhost cannot check; use the md5, sha1, sha256 or sha512 list, or pass --algo if the name misleads", listName)
+	}
+	switch n {
+	case 32:
+		return MD5, nil
+	case 40:
+		return SHA1, nil
+	case 56:
+		return SHA3224, nil
+	case 64:
+		return SHA256, nil
+	case 128:
+		return SHA512, nil
+	}
+	return "", fmt.Errorf("%s: %d-digit digests match no supported algorithm; pass --algo", listName, n)
+}
+
+// ChecksumList is a published list of digests, keyed by file base name.
+type ChecksumList struct {
+	Source  string
+	Algo    Algo
+	Digests map[string]string // base name -> lower-case hex
+}
+
+// Names returns the listed names, sorted.
+func (l ChecksumList) Names() []string {
+	out := make([]string, 0, len(l.Digests))
+	for n := range l.Digests {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ReadChecksumList reads a list in the `sha256sum` format ("<hex>  <name>",
+// or "<hex> *<name>" in binary mode; blank lines and # comments skipped).
+// algo "" picks the algorithm from the digest length.
+func ReadChecksumList(file string, algo Algo) (ChecksumList, error) {
+	l := ChecksumList{Source: file, Algo: algo, Digests: map[string]string{}}
+	f, err := os.Open(file)
+	if err != nil {
+		return l, fmt.Errorf("checksum list: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	hexLen := 0
+	for ln := 1; sc.Scan(); ln++ {
+		line := strings.TrimRight(sc.Text(), "\r")
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		sum, name, ok := strings.Cut(line, " ")
+		name = strings.TrimPrefix(strings.TrimPrefix(name, " "), "*")
+		if !ok || name == "" {
+			return l, fmt.Errorf("%s:%d: want \"<hex digest>  <file name>\" (the sha256sum format), got %q", file, ln, line)
+		}
+		if _, err := hex.DecodeString(sum); err != nil || len(sum) == 0 {
+			return l, fmt.Errorf("%s:%d: %q is not a hex digest", file, ln, sum)
+		}
+		if hexLen == 0 {
+			hexLen = len(sum)
+		} else if len(sum) != hexLen {
+			return l, fmt.Errorf("%s:%d: digest of %d hex digits after %d-digit ones: one list must use one algorithm", file, ln, len(sum), hexLen)
+		}
+		l.Digests[path.Base(filepath.ToSlash(name))] = strings.ToLower(sum)
+	}
+	if err := sc.Err(); err != nil {
+		return l, fmt.Errorf("checksum list %s: %w", file, err)
+	}
+	if len(l.Digests) == 0 {
+		return l, fmt.Errorf("checksum list %s: no entries", file)
+	}
+	if l.Algo == "" {
+		a, err := algoByLength(hexLen, file)
+		if err != nil {
+			return l, err
+		}
+		l.Algo = a
+	} else if l.Algo.HexLen() != hexLen {
+		return l, fmt.Errorf("%s: digests have %d hex digits but %s has %d; wrong --algo?", file, hexLen, l.Algo, l.Algo.HexLen())
+	}
+	return l, nil
+}
+
+// ReadSizes reads a `<size>\t<name>` list (syzygy-tables.info's bytes.tsv).
+func ReadSizes(file string) (map[string]int64, error) {
+	out := map[string]int64{}
+	err := eachLine(file, func(ln int, line string) error {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			return fmt.Errorf("%s:%d: want \"<size><TAB><name>\", got %q", file, ln, line)
+		}
+		n, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%s:%d: %q is not a size in bytes", file, ln, f[0])
+		}
+		out[f[1]] = n
+		return nil
+	})
+	return out, err
+}
+
+// ReadTrailers reads a `<name>: <32 hex digits>` list (tbcheck.txt): the
+// 16-byte checksum the Syzygy generator embeds as the last bytes of a file.
+func ReadTrailers(file string) (map[string]string, error) {
+	out := map[string]string{}
+	err := eachLine(file, func(ln int, line string) error {
+		name, sum, ok := strings.Cut(line, ":")
+		sum = strings.ToLower(strings.TrimSpace(sum))
+		if b, err := hex.DecodeString(sum); !ok || err != nil || len(b) != TrailerSize {
+			return fmt.Errorf("%s:%d: want \"<name>: <32 hex digits>\", got %q", file, ln, line)
+		}
+		out[strings.TrimSpace(name)] = sum
+		return nil
+	})
+	return out, err
+}
+
+// TrailerSize is the length of the checksum the generator appends to a table.
+const TrailerSize = 16
+
+func eachLine(file string, fn func(int, string) error) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for ln := 1; sc.Scan(); ln++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if err := fn(ln, line); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+package integrity
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/tbhost/tbhost/internal/execx"
+	"github.com/tbhost/tbhost/lvm"
+)
+
+func fixtureLVs(t *testing.T, name string) []lvm.LV {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := lvm.ParseReport(b, "lv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lvs, err := lvm.ParseLVRows(rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lvs
+}
+
+func statusOf(t *testing.T, fixture string) ArrayStatus {
+	t.Helper()
+	all := fixtureLVs(t, fixture)
+	top, ok := lvm.Find(all, "vg-hdd", "tables")
+	if !ok {
+		t.Fatal("no vg-hdd/tables")
+	}
+	return ArrayStatusOf(all, top)
+}
+
+func TestStatusClean(t *testing.T) {
+	s := statusOf(t, "lvs-a-2.03.16-tables-clean.json")
+	if !s.OK || len(s.Problems) != 0 {
+		t.Fatalf("clean array has problems: %v", s.Problems)
+	}
+	if len(s.Images) != 6 || s.IntegrityMode != "journal" || s.IntegrityBlockSize != 512 || s.RaidMismatchCount != 0 {
+		t.Fatalf("%+v", s)
+	}
+	for i, img := range s.Images {
+		want := "/dev/sd" + string(rune('a'+i))
+		if len(img.Disks) != 1 || img.Disks[0] != want || img.Mismatches != 0 {
+			t.Errorf("image %d: %+v, want on %s", i, img, want)
+		}
+	}
+	if s.Images[0].KernelDev != "dm-3" {
+		t.Errorf("kernel device %q", s.Images[0].KernelDev)
+	}
+}
+
+func TestStatusMismatchNamesTheDisk(t *testing.T) {
+	s := statusOf(t, "lvs-a-2.03.16-tables-mismatch-sdc.json")
+	if s.OK {
+		t.Fatal("mismatches must not be OK")
+	}
+	if len(s.Problems) != 1 {
+		t.Fatalf("want one problem (image 2), got %q", s.Problems)
+	}
+	p := s.Problems[0]
+	for _, want := range []string{"vg-hdd/tables_rimage_2", "/dev/sdc", "5 integrity mismatches"} {
+		if !strings.Contains(p, want) {
+			t.Errorf("problem %q lacks %q", p, want)
+		}
+	}
+	for _, img := range s.Images {
+		if (img.Name == "tables_rimage_2") != (len(img.Problems) > 0) {
+			t.Errorf("%s: problems %v", img.Name, img.Problems)
+		}
+	}
+}
+
+func TestStatusCheckRunningIsANoteNotAProblem(t *testing.T) {
+	s := statusOf(t, "lvs-a-2.03.16-tables-check-running.json")
+	if !s.OK || len(s.Notes) != 1 || !strings.Contains(s.Notes[0], `"check" at 42.50%`) {
+		t.Fatalf("ok %v notes %q problems %q", s.OK, s.Notes, s.Problems)
+	}
+}
+
+func TestStatusTypedReportWithHealth(t *testing.T) {
+	b, _ := os.ReadFile("../lvm/testdata/lvs-2.03.26-typed-with-log.json")
+	rows, _ := lvm.ParseReport(b, "lv")
+	all, _ := lvm.ParseLVRows(rows)
+	top, _ := lvm.Find(all, "vg-hdd", "tables")
+	s := ArrayStatusOf(all, top)
+	joined := strings.Join(s.Problems, "\n")
+	for _, want := range []string{`health "mismatches exist"`, "tables_rimage_2 on /dev/sdc: 3 integrity mismatches"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("problems lack %q:\n%s", want, joined)
+		}
+	}
+}
+
+func TestStatusThroughRunner(t *testing.T) {
+	rec := execx.NewRecorded()
+	b, _ := os.ReadFile("testdata/lvs-a-2.03.16-tables-clean.json")
+	argv := lvm.LVsArgv("vg-hdd/tables")
+	rec.On(execx.Reply{Stdout: string(b)}, argv...)
+	out, err := Status(context.Background(), lvm.Client{Runner: rec}, "vg-hdd/tables")
+	if err != nil || len(out) != 1 || out[0].LV != "vg-hdd/tables" || !out[0].OK {
+		t.Fatalf("%v %+v", err, out)
+	}
+	// a VG without integrity LVs is an error that says how to get one
+	rec.On(execx.Reply{Stdout: `{"report":[{"lv":[]}]}`}, lvm.LVsArgv("vg-nvme")...)
+	if _, err := Status(context.Background(), lvm.Client{Runner: rec}, "vg-nvme"); err == nil || !strings.Contains(err.Error(), "--raidintegrity y") {
+		t.Fatalf("want an error naming the fix, got %v", err)
+	}
+}

@@ -1,0 +1,228 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Load is how requests are issued.
+type Load struct {
+	// Clients is the number of concurrent clients (goroutines).
+	Clients int
+	// Requests is the total number of requests, warm-up included.
+	Requests int64
+	// Warmup is how many of the first requests (by sequence number) are
+	// issued but left out of the statistics.
+	Warmup int64
+	// Rate, when > 0, is an open-loop arrival rate in requests per second:
+	// request i is due at start + i/Rate and its latency is measured from
+	// that intended send time, so a stalled server cannot hide its queue
+	// (no coordinated omission). 0 means closed loop: each client sends its
+	// next request as soon as the previous one has finished.
+	Rate float64
+}
+
+// Validate checks the load for nonsense values and names the flag at fault.
+func (l Load) Validate() error {
+	switch {
+	case l.Clients < 1:
+		return fmt.Errorf("--clients %d: need at least 1 client", l.Clients)
+	case l.Requests < 1:
+		return fmt.Errorf("--requests %d: need at least 1 request", l.Requests)
+	case l.Warmup < 0:
+		return fmt.Errorf("--warmup %d: must not be negative", l.Warmup)
+	case l.Warmup >= l.Requests:
+		return fmt.Errorf("--warmup %d leaves nothing to measure out of %d requests; lower --warmup or raise --requests", l.Warmup, l.Requests)
+	case l.Rate < 0:
+		return fmt.Errorf("--rate %g: must not be negative (0 = closed loop)", l.Rate)
+	}
+	return nil
+}
+
+// Outcome is what one request did, as its Op reports it.
+type Outcome struct {
+	Err       error // transport error, timeout, read error
+	Status    int   // HTTP status (0 for disk probes)
+	Probes    int64 // table probes in the request
+	Reads     int64 // reads issued
+	SlowReads int64 // reads (or parts of reads) that went to the table files rather than the prefix store
+}
+
+// Failed reports whether the request counts as a failure: an error, or an
+// HTTP status outside 2xx.
+func (o Outcome) Failed() bool {
+	return o.Err != nil || (o.Status != 0 && (o.Status < 200 || o.Status > 299))
+}
+
+// Op performs request seq on behalf of client. It must honour ctx.
+type Op func(ctx context.Context, client int, seq int64) Outcome
+
+// Sample is one finished request, handed to Observer.
+type Sample struct {
+	Seq      int64
+	Client   int
+	Start    time.Time     // intended send time (open loop) or actual send time
+	Latency  time.Duration // from Start to completion
+	Warmup   bool
+	Outcome  Outcome
+	Elapsed  time.Duration // since the run started, at completion
+	Intended bool          // Start is an intended (scheduled) time
+}
+
+// Observer sees every finished request (warm-up included). It is called
+// concurrently from all clients and must do its own locking.
+type Observer func(Sample)
+
+// Result is a run's statistics, warm-up excluded.
+type Result struct {
+	OK             *hdrhistogram.Histogram // latencies of successful measured requests
+	Failed         *hdrhistogram.Histogram // latencies of failed measured requests
+	Issued         int64                   // requests finished, warm-up included
+	Failures       int64                   // failed measured requests
+	WarmupFailures int64                   // failed warm-up requests
+	Probes         int64                   // measured requests' probes
+	Reads          int64
+	SlowReads      int64
+	Elapsed        time.Duration
+	Measured       time.Duration // from the first measured request's start to the end
+	StoppedEarly   error         // non-nil when ctx ended the run before all requests
+	Statuses       map[int]int64 // HTTP statuses of measured requests (0 = transport error)
+	FirstError     string        // the first failure's error, for the report
+}
+
+// Rate is measured requests per second over the measured window.
+func (r *Result) Rate() float64 {
+	n := r.OK.TotalCount() + r.Failed.TotalCount()
+	if r.Measured <= 0 || n == 0 {
+		return 0
+	}
+	return float64(n) / r.Measured.Seconds()
+}
+
+type clientStats struct {
+	ok, failed                   *hdrhistogram.Histogram
+	issued, failures, warmupFail int64
+	probes, reads, slow          int64
+	firstMeasured                time.Time
+	statuses                     map[int]int64
+	firstErr                     string
+}
+
+// Drive runs op under load. It returns when all requests have finished or
+// ctx ends (then Result.StoppedEarly says why); the returned error is only
+// for invalid loads.
+func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, error) {
+	if err := load.Validate(); err != nil {
+		return nil, err
+	}
+	var next atomic.Int64
+	start := time.Now()
+	var interval time.Duration
+	if load.Rate > 0 {
+		interval = time.Duration(float64(time.Second) / load.Rate)
+	}
+	stats := make([]*clientStats, load.Clients)
+	var wg sync.WaitGroup
+	for c := 0; c < load.Clients; c++ {
+		st := &clientStats{ok: newHistogram(), failed: newHistogram(), statuses: map[int]int64{}}
+		stats[c] = st
+		wg.Add(1)
+		go func(client int) {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				seq := next.Add(1) - 1
+				if seq >= load.Requests {
+					return
+				}
+				begin := time.Now()
+				if interval > 0 {
+					begin = start.Add(time.Duration(seq) * interval)
+					if wait := time.Until(begin); wait > 0 {
+						t := time.NewTimer(wait)
+						select {
+						case <-ctx.Done():
+							t.Stop()
+							return
+						case <-t.C:
+						}
+					}
+				}
+				out := op(ctx, client, seq)
+				end := time.Now()
+				lat := end.Sub(begin)
+				warm := seq < load.Warmup
+				st.issued++
+				if ctx.Err() != nil && out.Err != nil {
+					return // cut short by the run's end, not a failure of the target
+				}
+				if out.Err != nil && st.firstErr == "" {
+					st.firstErr = out.Err.Error()
+				}
+				if warm {
+					if out.Failed() {
+						st.warmupFail++
+					}
+				} else {
+					if st.firstMeasured.IsZero() || begin.Before(st.firstMeasured) {
+						st.firstMeasured = begin
+					}
+					st.probes += out.Probes
+					st.reads += out.Reads
+					st.slow += out.SlowReads
+					status := out.Status
+					if out.Err != nil {
+						status = 0
+					}
+					if out.Status != 0 || out.Err != nil {
+						st.statuses[status]++
+					}
+					if out.Failed() {
+						st.failures++
+						recordLatency(st.failed, lat)
+					} else {
+						recordLatency(st.ok, lat)
+					}
+				}
+				if observe != nil {
+					observe(Sample{Seq: seq, Client: client, Start: begin, Latency: lat, Warmup: warm,
+						Outcome: out, Elapsed: end.Sub(start), Intended: interval > 0})
+				}
+			}
+		}(c)
+	}
+	wg.Wait()
+	end := time.Now()
+	res := &Result{OK: newHistogram(), Failed: newHistogram(), Elapsed: end.Sub(start), Statuses: map[int]int64{}}
+	var first time.Time
+	for _, st := range stats {
+		res.OK.Merge(st.ok)
+		res.Failed.Merge(st.failed)
+		res.Issued += st.issued
+		res.Failures += st.failures
+		res.WarmupFailures += st.warmupFail
+		res.Probes += st.probes
+		res.Reads += st.reads
+		res.SlowReads += st.slow
+		if res.FirstError == "" {
+			res.FirstError = st.firstErr
+		}
+		for k, v := range st.statuses {
+			res.Statuses[k] += v
+		}
+		if !st.firstMeasured.IsZero() && (first.IsZero() || st.firstMeasured.Before(first)) {
+			first = st.firstMeasured
+		}
+	}
+	if !first.IsZero() {
+		res.Measured = end.Sub(first)
+	}
+	if ctx.Err() != nil && res.Issued < load.Requests {
+		res.StoppedEarly = fmt.Errorf("stopped after %d of %d requests: %w", res.Issued, load.Requests, context.Cause(ctx))
+	}
+	return res, nil
+}

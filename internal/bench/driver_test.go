@@ -1,0 +1,131 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestLoadValidateNamesTheFlag(t *testing.T) {
+	for _, l := range []Load{
+		{Clients: 0, Requests: 10},
+		{Clients: 1, Requests: 0},
+		{Clients: 1, Requests: 10, Warmup: 10},
+		{Clients: 1, Requests: 10, Rate: -1},
+	} {
+		if err := l.Validate(); err == nil {
+			t.Errorf("%+v: accepted", l)
+		}
+	}
+}
+
+func TestDriveWarmupExcludedAndHistogramsMerged(t *testing.T) {
+	var calls atomic.Int64
+	res, err := Drive(context.Background(), Load{Clients: 4, Requests: 200, Warmup: 50},
+		func(ctx context.Context, client int, seq int64) Outcome {
+			calls.Add(1)
+			if seq == 10 || seq == 100 || seq == 150 {
+				return Outcome{Err: errors.New("boom"), Probes: 1}
+			}
+			return Outcome{Probes: 2, Reads: 6, SlowReads: 3}
+		}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != 200 || res.Issued != 200 {
+		t.Fatalf("calls %d issued %d, want 200", calls.Load(), res.Issued)
+	}
+	if got := res.OK.TotalCount() + res.Failed.TotalCount(); got != 150 {
+		t.Errorf("measured %d, want 150 (200 - 50 warm-up)", got)
+	}
+	if res.Failures != 2 || res.WarmupFailures != 1 {
+		t.Errorf("failures %d warm-up failures %d, want 2 and 1", res.Failures, res.WarmupFailures)
+	}
+	if res.Probes != 148*2+2 || res.SlowReads != 148*3 {
+		t.Errorf("probes %d slow %d", res.Probes, res.SlowReads)
+	}
+}
+
+// An open-loop run measures from the intended send time, so one stall shows
+// up in every request queued behind it; a closed loop hides all but one.
+func TestOpenLoopSeesCoordinatedOmission(t *testing.T) {
+	stall := func(ctx context.Context, _ int, seq int64) Outcome {
+		if seq == 20 {
+			time.Sleep(60 * time.Millisecond)
+		}
+		return Outcome{}
+	}
+	slow := func(res *Result) int64 {
+		var n int64
+		for _, b := range res.OK.Distribution() {
+			if b.From >= int64(20*time.Millisecond) {
+				n += b.Count
+			}
+		}
+		return n
+	}
+	closed, err := Drive(context.Background(), Load{Clients: 1, Requests: 100}, stall, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open, err := Drive(context.Background(), Load{Clients: 1, Requests: 100, Rate: 1000}, stall, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := slow(closed); n != 1 {
+		t.Errorf("closed loop: %d requests >= 20ms, want exactly the stalled one", n)
+	}
+	// the stall delays the ~40 requests due in the following 40 ms by >= 20 ms
+	if n := slow(open); n < 20 {
+		t.Errorf("open loop: only %d requests >= 20ms; the queue behind the stall is hidden", n)
+	}
+}
+
+func TestDriveStopsWithContext(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	res, err := Drive(ctx, Load{Clients: 2, Requests: 1 << 40}, func(ctx context.Context, _ int, _ int64) Outcome {
+		time.Sleep(time.Millisecond)
+		return Outcome{}
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StoppedEarly == nil || res.Issued == 0 {
+		t.Fatalf("stopped early %v after %d requests", res.StoppedEarly, res.Issued)
+	}
+}
+
+func TestSummarizeAndFormat(t *testing.T) {
+	h := newHistogram()
+	for i := 1; i <= 1000; i++ {
+		recordLatency(h, time.Duration(i)*time.Microsecond)
+	}
+	recordLatency(h, 2*time.Hour) // clamped, still counted
+	s := summarize(h)
+	if s.Count != 1001 {
+		t.Errorf("count %d", s.Count)
+	}
+	if s.P50 < 0.49 || s.P50 > 0.51 || s.P99 < 0.98 || s.P99 > 1.0 {
+		t.Errorf("p50 %g p99 %g ms", s.P50, s.P99)
+	}
+	if s.Max < 3.59e6 {
+		t.Errorf("max %g ms: the 2h stall was not kept", s.Max)
+	}
+	pts := ecdf(h)
+	if len(pts) == 0 || pts[len(pts)-1].Fraction != 1 {
+		t.Fatalf("ecdf %v", pts)
+	}
+	for i := 1; i < len(pts); i++ {
+		if pts[i].Ms <= pts[i-1].Ms || pts[i].Fraction < pts[i-1].Fraction {
+			t.Fatalf("ecdf not monotonic at %d: %v %v", i, pts[i-1], pts[i])
+		}
+	}
+	for ms, want := range map[float64]string{0.0005: "500ns", 0.0123: "12.3µs", 4.56: "4.56ms", 1234: "1.23s"} {
+		if got := formatMs(ms); got != want {
+			t.Errorf("formatMs(%g) = %q, want %q", ms, got, want)
+		}
+	}
+}

@@ -1,0 +1,318 @@
+package bench
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sort"
+	"sync"
+)
+
+// probeSubtable is what a probe needs to know about one subtable: where its
+// sparse index, block-length list and data blocks sit in the file. It is
+// filled from the prefix package's parsed layout (never parsed here).
+type probeSubtable struct {
+	SparseOff    int64
+	SparseSize   int64
+	BlenOff      int64
+	BlenSize     int64
+	DataOff      int64
+	DataSize     int64
+	BlockSizeLog uint8
+	IdxBits      uint8
+	NumBlocks    uint64 // entries in the block-length list
+	TBSize       uint64 // encoded positions
+}
+
+// probeTable is one table file as the probe generator sees it.
+type probeTable struct {
+	Name      string // e.g. KRvK.rtbw
+	Path      string
+	DTZ       bool
+	Size      int64
+	Prefix    int64 // offset of the first data block
+	Subtables []probeSubtable
+}
+
+// tableReader reads one table; reads that end past SlowFrom touch the table
+// file (slow disks) rather than the prefix store.
+type tableReader struct {
+	R        io.ReaderAt
+	SlowFrom int64 // bytes served from the prefix store (0 without a store)
+}
+
+// Mix is how many WDL and DTZ probes make one request. The public server
+// was measured at 23 WDL and 70 DTZ probes per request.
+type Mix struct {
+	WDL int `json:"wdl"`
+	DTZ int `json:"dtz"`
+}
+
+// DefaultMix is the probe burst of one request on the public server.
+var DefaultMix = Mix{WDL: 23, DTZ: 70}
+
+// Probes is the number of probes per request.
+func (m Mix) Probes() int { return m.WDL + m.DTZ }
+
+// pick is a probe's target: a subtable and a position index in it.
+type pick struct {
+	table, sub int
+	idx        uint64
+}
+
+// picker draws subtables weighted by their number of positions (a random
+// position of the whole set), from WDL or DTZ tables.
+type picker struct {
+	refs []pick   // table/sub, idx unused
+	cum  []uint64 // cumulative tb_size
+}
+
+func newPicker(tables []probeTable, dtz bool) *picker {
+	p := &picker{}
+	var total uint64
+	for ti, t := range tables {
+		if t.DTZ != dtz {
+			continue
+		}
+		for si, s := range t.Subtables {
+			if s.DataSize == 0 || s.TBSize == 0 || s.NumBlocks == 0 {
+				continue // single-value subtable: a probe reads nothing
+			}
+			total += s.TBSize
+			p.refs = append(p.refs, pick{table: ti, sub: si})
+			p.cum = append(p.cum, total)
+		}
+	}
+	return p
+}
+
+func (p *picker) empty() bool { return len(p.refs) == 0 }
+
+func (p *picker) draw(rng *rand.Rand, tables []probeTable) pick {
+	total := p.cum[len(p.cum)-1]
+	x := rng.Uint64N(total)
+	i := sort.Search(len(p.cum), func(i int) bool { return p.cum[i] > x })
+	r := p.refs[i]
+	r.idx = rng.Uint64N(tables[r.table].Subtables[r.sub].TBSize)
+	return r
+}
+
+// prober issues probe-shaped reads against a set of tables.
+type prober struct {
+	tables   []probeTable
+	readers  []tableReader
+	wdl, dtz *picker
+	mix      Mix
+	parallel int
+	bufs     sync.Pool
+	maxRead  int
+}
+
+func newProber(tables []probeTable, readers []tableReader, mix Mix, parallel int) (*prober, error) {
+	if len(tables) != len(readers) {
+		return nil, fmt.Errorf("internal: %d tables, %d readers", len(tables), len(readers))
+	}
+	if parallel < 1 {
+		return nil, fmt.Errorf("--parallel %d: need at least 1", parallel)
+	}
+	p := &prober{tables: tables, readers: readers, mix: mix, parallel: parallel,
+		wdl: newPicker(tables, false), dtz: newPicker(tables, true)}
+	if p.wdl.empty() && p.dtz.empty() {
+		return nil, fmt.Errorf("no table with compressed data to probe (only single-value subtables): give larger tables")
+	}
+	maxRead := 32
+	for _, t := range tables {
+		for _, s := range t.Subtables {
+			if n := 1<<s.BlockSizeLog + 4; s.DataSize > 0 && n > maxRead {
+				maxRead = n
+			}
+		}
+	}
+	p.maxRead = maxRead
+	p.bufs.New = func() any { b := make([]byte, maxRead); return &b }
+	return p, nil
+}
+
+// plan draws the probes of one request. When the set has no WDL (or no DTZ)
+// data, that part of the mix goes to the other kind so every request does
+// the same amount of work.
+func (p *prober) plan(rng *rand.Rand) []pick {
+	n := p.mix.Probes()
+	picks := make([]pick, 0, n)
+	for i := 0; i < n; i++ {
+		src := p.dtz
+		if i < p.mix.WDL {
+			src = p.wdl
+		}
+		if src.empty() {
+			src = p.wdl
+			if src.empty() {
+				src = p.dtz
+			}
+		}
+		picks = append(picks, src.draw(rng, p.tables))
+	}
+	return picks
+}
+
+// request performs one request: its probes in order, or split into
+// p.parallel contiguous chunks run concurrently.
+func (p *prober) request(ctx context.Context, rng *rand.Rand) Outcome {
+	return p.runPicks(ctx, p.plan(rng))
+}
+
+// runPicks reads the given probes, in order or split over p.parallel
+// goroutines.
+func (p *prober) runPicks(ctx context.Context, picks []pick) Outcome {
+	if p.parallel == 1 || len(picks) < 2 {
+		return p.run(ctx, picks)
+	}
+	n := min(p.parallel, len(picks))
+	outs := make([]Outcome, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		lo, hi := i*len(picks)/n, (i+1)*len(picks)/n
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i] = p.run(ctx, picks[lo:hi])
+		}()
+	}
+	wg.Wait()
+	var total Outcome
+	for _, o := range outs {
+		total.Probes += o.Probes
+		total.Reads += o.Reads
+		total.SlowReads += o.SlowReads
+		if total.Err == nil {
+			total.Err = o.Err
+		}
+	}
+	return total
+}
+
+func (p *prober) run(ctx context.Context, picks []pick) Outcome {
+	bp := p.bufs.Get().(*[]byte)
+	defer p.bufs.Put(bp)
+	var out Outcome
+	for _, pk := range picks {
+		if err := ctx.Err(); err != nil {
+			out.Err = err
+			return out
+		}
+		if _, err := p.probe(pk, *bp, &out); err != nil {
+			out.Err = err
+			return out
+		}
+		out.Probes++
+	}
+	return out
+}
+
+// maxWalk bounds the block-length walk (the real walk moves a few blocks at
+// most; a corrupt table must not loop forever).
+const maxWalk = 1024
+
+// probe reads what a Syzygy probe reads, in order: the sparse-index entry
+// for the position, the 32-byte run of block lengths from the entry's block
+// (another run when the walk leaves it), and the data block (block size + 4
+// bytes). The block is found with the real entry and lengths, as a reader
+// decoding the position would. found reports whether the walk ended inside
+// a block (always, on a sound table).
+func (p *prober) probe(pk pick, buf []byte, out *Outcome) (found bool, err error) {
+	t := &p.tables[pk.table]
+	s := &t.Subtables[pk.sub]
+	rd := p.readers[pk.table]
+	read := func(off int64, n int) ([]byte, error) {
+		if off+int64(n) > t.Size {
+			n = int(t.Size - off)
+		}
+		b := buf[:n]
+		if _, err := rd.R.ReadAt(b, off); err != nil && err != io.EOF {
+			return nil, fmt.Errorf("%s: read %d bytes at %d: %w", t.Path, n, off, err)
+		}
+		out.Reads++
+		if off+int64(n) > rd.SlowFrom {
+			out.SlowReads++
+		}
+		return b, nil
+	}
+
+	// 1. sparse-index entry: u32 block, u16 offset into it
+	main := pk.idx >> s.IdxBits
+	e, err := read(s.SparseOff+6*int64(main), 6)
+	if err != nil {
+		return false, err
+	}
+	block := int64(binary.LittleEndian.Uint32(e))
+	lit := int64(pk.idx & (1<<s.IdxBits - 1))
+	if s.IdxBits > 0 {
+		lit -= 1 << (s.IdxBits - 1)
+	}
+	lit += int64(binary.LittleEndian.Uint16(e[4:]))
+	nb := int64(s.NumBlocks)
+	if block >= nb {
+		block = nb - 1
+	}
+
+	// 2. block lengths in 32-byte runs (16 entries), walking to the block
+	// that holds the position
+	var run []uint16
+	runStart := int64(-1)
+	length := func(b int64) (int64, error) {
+		if runStart < 0 || b < runStart || b >= runStart+int64(len(run)) {
+			start := b
+			if lit < 0 { // walking backwards: end the run at b
+				start = max(0, b-15)
+			}
+			n := int(min(16, nb-start))
+			raw, err := read(s.BlenOff+2*start, 2*n)
+			if err != nil {
+				return 0, err
+			}
+			run = run[:0]
+			for i := 0; i+1 < len(raw); i += 2 {
+				run = append(run, binary.LittleEndian.Uint16(raw[i:]))
+			}
+			runStart = start
+		}
+		return int64(run[b-runStart]), nil
+	}
+	run = make([]uint16, 0, 16)
+	if _, err := length(block); err != nil {
+		return false, err
+	}
+	for steps := 0; steps < maxWalk; steps++ {
+		if lit < 0 && block > 0 {
+			block--
+			l, err := length(block)
+			if err != nil {
+				return false, err
+			}
+			lit += l + 1
+			continue
+		}
+		l, err := length(block)
+		if err != nil {
+			return false, err
+		}
+		if lit > l && block+1 < nb {
+			lit -= l + 1
+			block++
+			continue
+		}
+		found = lit >= 0 && lit <= l
+		break
+	}
+
+	// 3. the data block, block size + 4 bytes (clamped to the data)
+	real := s.DataSize >> s.BlockSizeLog
+	if block >= real {
+		block = max(0, real-1)
+	}
+	off := s.DataOff + block<<s.BlockSizeLog
+	_, err = read(off, 1<<s.BlockSizeLog+4)
+	return found, err
+}

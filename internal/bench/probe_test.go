@@ -1,0 +1,233 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tbhost/tbhost/prefix/prefixtest"
+)
+
+// realTables returns ../shared/syzygy/tables (relative to the repo root), or
+// skips the test when the real files are absent.
+func realTables(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Skip("no go.mod above the test directory")
+		}
+		dir = parent
+	}
+	tables := filepath.Join(dir, "..", "shared", "syzygy", "tables")
+	files, _ := filepath.Glob(filepath.Join(tables, "*.rtb[wz]"))
+	if len(files) == 0 {
+		t.Skipf("real Syzygy tables absent at %s; skipping (they are not part of the repo)", tables)
+	}
+	return tables
+}
+
+// copyTables copies the real tables into a temp dir (they are read-only and
+// shared) and writes a prefix store beside them; it returns both dirs.
+func copyTables(t testing.TB) (tables, store string) {
+	t.Helper()
+	src := realTables(t)
+	tables, store = t.TempDir(), t.TempDir()
+	files, _ := filepath.Glob(filepath.Join(src, "*.rtb[wz]"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tables, filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set, err := LoadTables(context.Background(), []string{tables})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := set.ExtractStore(context.Background(), store); err != nil {
+		t.Fatal(err)
+	}
+	return tables, store
+}
+
+// On the real tables, the sparse entry plus the block-length walk must land
+// inside a block for every position: this checks the probe reads what a
+// real reader reads, at the offsets the prefix parser reported.
+func TestProbeWalkLandsInBlockOnRealTables(t *testing.T) {
+	set, err := LoadTables(context.Background(), []string{realTables(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	readers, closers, _, err := set.open(ProbeConfig{IO: IOPread, Advise: AdviseNormal, Parallel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, c := range closers {
+			c.Close()
+		}
+	}()
+	p, err := newProber(set.tables, readers, DefaultMix, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	buf := make([]byte, p.maxRead)
+	var out Outcome
+	for i := 0; i < 5000; i++ {
+		src := p.wdl
+		if i%2 == 1 {
+			src = p.dtz
+		}
+		pk := src.draw(rng, set.tables)
+		found, err := p.probe(pk, buf, &out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !found {
+			tb := set.tables[pk.table]
+			t.Fatalf("%s subtable %d position %d: walk left the blocks", tb.Name, pk.sub, pk.idx)
+		}
+	}
+	if out.Reads < 3*5000 || out.SlowReads != out.Reads {
+		t.Errorf("reads %d slow %d for 5000 probes without a store", out.Reads, out.SlowReads)
+	}
+}
+
+// recReader records the reads made through it.
+type recReader struct {
+	r     io.ReaderAt
+	mu    sync.Mutex
+	reads [][2]int64
+}
+
+func (r *recReader) ReadAt(p []byte, off int64) (int, error) {
+	r.mu.Lock()
+	r.reads = append(r.reads, [2]int64{off, int64(len(p))})
+	r.mu.Unlock()
+	return r.r.ReadAt(p, off)
+}
+
+// On a synthetic table the probe's reads come in the documented shape and
+// order: 6-byte sparse entry, 32-byte block-length run, block size + 4.
+func TestProbeShapeOnSyntheticTable(t *testing.T) {
+	dir := t.TempDir()
+	path, _, err := prefixtest.WriteTable(dir, prefixtest.Spec{Name: "KRvK.rtbz", Subs: []prefixtest.Sub{{BlockSizeLog: 8, IdxBits: 6}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := LoadTables(context.Background(), []string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rec := &recReader{r: f}
+	st := set.tables[0].Subtables[0]
+	p, err := newProber(set.tables, []tableReader{{R: rec, SlowFrom: set.tables[0].Prefix}}, Mix{DTZ: 1}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < 200; i++ {
+		rec.reads = nil
+		out := p.run(context.Background(), p.plan(rng))
+		if out.Err != nil || out.Probes != 1 {
+			t.Fatalf("%+v", out)
+		}
+		if len(rec.reads) < 3 {
+			t.Fatalf("reads %v", rec.reads)
+		}
+		sp, bl, data := rec.reads[0], rec.reads[1], rec.reads[len(rec.reads)-1]
+		if sp[1] != 6 || sp[0] < st.SparseOff || sp[0]+6 > st.SparseOff+st.SparseSize {
+			t.Fatalf("sparse read %v outside [%d,+%d)", sp, st.SparseOff, st.SparseSize)
+		}
+		if bl[1] > 32 || bl[1]%2 != 0 || bl[0] < st.BlenOff || bl[0]+bl[1] > st.BlenOff+st.BlenSize {
+			t.Fatalf("block-length read %v outside [%d,+%d)", bl, st.BlenOff, st.BlenSize)
+		}
+		if data[0] < st.DataOff || data[0] >= st.DataOff+st.DataSize || (data[0]-st.DataOff)%256 != 0 {
+			t.Fatalf("data read %v not at a block start in [%d,+%d)", data, st.DataOff, st.DataSize)
+		}
+		if data[1] != 256+4 && data[0]+data[1] != set.tables[0].Size {
+			t.Fatalf("data read %v: want block size + 4 = 260 bytes", data)
+		}
+		// only the data read ends beyond the prefix: one slow read per probe
+		if out.SlowReads != 1 {
+			t.Fatalf("slow reads %d with the prefix on fast storage, want 1", out.SlowReads)
+		}
+	}
+}
+
+func TestMatrixOnRealTablesWithStore(t *testing.T) {
+	tables, store := copyTables(t)
+	set, err := LoadTables(context.Background(), []string{tables})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgs := Matrix(2, store)
+	if len(cfgs) != 16 {
+		t.Fatalf("%d configurations, want 16", len(cfgs))
+	}
+	rep, err := RunProbes(context.Background(), ProbeOptions{
+		Set: set, Configs: cfgs, Mix: DefaultMix, Cache: CacheEvict,
+		Load: Load{Clients: 2, Requests: 30, Warmup: 10}, Seed: 7,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Runs) != 16 {
+		t.Fatalf("%d runs", len(rep.Runs))
+	}
+	for _, r := range rep.Runs {
+		if r.Requests != 20 || r.Failures != 0 || r.ProbesPerRequest != 93 {
+			t.Errorf("%s: %+v", r.Name, r)
+		}
+		if r.Probe.Store != "" && r.SlowReadsPerProbe != 1 {
+			t.Errorf("%s: %.2f slow reads per probe with the store, want exactly 1", r.Name, r.SlowReadsPerProbe)
+		}
+		if r.Probe.Store == "" && (r.SlowReadsPerProbe != r.ReadsPerProbe || r.ReadsPerProbe < 3) {
+			t.Errorf("%s: %.2f slow of %.2f reads per probe without the store", r.Name, r.SlowReadsPerProbe, r.ReadsPerProbe)
+		}
+		if r.Cache == nil || r.Cache.Done == "" {
+			t.Errorf("%s: cache preparation not reported", r.Name)
+		}
+	}
+
+	// a stale prefix is refused by the prefix package, not benchmarked
+	pp := filepath.Join(store, "KRvKP.rtbw.prefix")
+	b, err := os.ReadFile(pp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pp, b[:len(b)-64], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = RunProbes(context.Background(), ProbeOptions{Set: set, Configs: cfgs[8:9], Mix: DefaultMix, Cache: CacheKeep,
+		Load: Load{Clients: 1, Requests: 2, Warmup: 1}})
+	if err == nil || !strings.Contains(err.Error(), "KRvKP.rtbw") {
+		t.Errorf("truncated prefix: %v", err)
+	}
+	dir := t.TempDir()
+	if err := rep.WriteFiles(dir, 0); err != nil {
+		t.Fatal(err)
+	}
+	checkPlots(t, dir, "mmap/random/par2/store")
+}

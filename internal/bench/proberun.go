@@ -1,0 +1,167 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ProbeConfig is one configuration of bench probe.
+type ProbeConfig struct {
+	IO       IO     `json:"io"`
+	Advise   Advice `json:"advise"`
+	Parallel int    `json:"parallel"` // goroutines per request (1 = sequential)
+	Store    string `json:"store,omitempty"`
+}
+
+// Name is the configuration's label in tables and legends.
+func (c ProbeConfig) Name() string {
+	par := "seq"
+	if c.Parallel > 1 {
+		par = fmt.Sprintf("par%d", c.Parallel)
+	}
+	store := "no-store"
+	if c.Store != "" {
+		store = "store"
+	}
+	return strings.Join([]string{string(c.IO), string(c.Advise), par, store}, "/")
+}
+
+// Matrix is the reference experiment's grid: pread/mmap x normal/random x
+// sequential/parallel x without/with the prefix store (store "" leaves the
+// store out, halving the grid).
+func Matrix(parallel int, store string) []ProbeConfig {
+	if parallel < 2 {
+		parallel = 4
+	}
+	stores := []string{""}
+	if store != "" {
+		stores = append(stores, store)
+	}
+	var cs []ProbeConfig
+	for _, s := range stores {
+		for _, io := range []IO{IOPread, IOMmap} {
+			for _, adv := range []Advice{AdviseNormal, AdviseRandom} {
+				for _, par := range []int{1, parallel} {
+					cs = append(cs, ProbeConfig{IO: io, Advise: adv, Parallel: par, Store: s})
+				}
+			}
+		}
+	}
+	return cs
+}
+
+// ProbeOptions is a bench probe run.
+type ProbeOptions struct {
+	Set     *TableSet
+	Configs []ProbeConfig
+	Load    Load
+	Mix     Mix
+	Cache   CacheMode
+	// DropCachesPath is /proc/sys/vm/drop_caches (under --root in tests).
+	DropCachesPath string
+	Seed           uint64
+	// Raw, when set, receives one CSV line per request (latencies.csv).
+	Raw *CSVSink
+	// Progress, when set, is told before each configuration starts.
+	Progress func(i, n int, c ProbeConfig)
+}
+
+// RunProbes runs every configuration in turn and returns the report.
+func RunProbes(ctx context.Context, o ProbeOptions) (*Report, error) {
+	if err := o.Load.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Mix.Probes() < 1 {
+		return nil, fmt.Errorf("--mix %d/%d: a request needs at least one probe", o.Mix.WDL, o.Mix.DTZ)
+	}
+	rep := &Report{Command: "probe", Started: time.Now().UTC(), Clients: o.Load.Clients, Rate: o.Load.Rate}
+	rep.Notices = append(rep.Notices, o.Set.Notices...)
+	for i, c := range o.Configs {
+		if o.Progress != nil {
+			o.Progress(i, len(o.Configs), c)
+		}
+		run, err := runProbeConfig(ctx, o, c)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.Name(), err)
+		}
+		rep.Runs = append(rep.Runs, run)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return rep, nil
+}
+
+func runProbeConfig(ctx context.Context, o ProbeOptions, c ProbeConfig) (Run, error) {
+	readers, closers, files, err := o.Set.open(c)
+	defer func() {
+		for _, cl := range closers {
+			cl.Close()
+		}
+	}()
+	if err != nil {
+		return Run{}, err
+	}
+	p, err := newProber(o.Set.tables, readers, o.Mix, c.Parallel)
+	if err != nil {
+		return Run{}, err
+	}
+	prep := prepareCache(o.Cache, o.DropCachesPath, files)
+	rngs := make([]*rand.Rand, o.Load.Clients)
+	for i := range rngs {
+		rngs[i] = rand.New(rand.NewPCG(o.Seed, uint64(i)))
+	}
+	var observe Observer
+	if o.Raw != nil {
+		name := c.Name()
+		observe = func(s Sample) {
+			o.Raw.Write(name, strconv.FormatInt(s.Seq, 10), strconv.Itoa(s.Client), msString(s.Elapsed-s.Latency),
+				msString(s.Latency), "", strconv.FormatBool(s.Outcome.Failed()), strconv.FormatBool(s.Warmup))
+		}
+	}
+	res, err := Drive(ctx, o.Load, func(ctx context.Context, client int, _ int64) Outcome {
+		return p.request(ctx, rngs[client])
+	}, observe)
+	if err != nil {
+		return Run{}, err
+	}
+	run := newRun(c.Name(), o.Load, res)
+	cc := c
+	run.Probe = &cc
+	run.Cache = &prep
+	return run, nil
+}
+
+// open opens every table for configuration c: through the prefix store
+// when c.Store is set. It returns the readers, what to close, and the files
+// whose cache matters.
+func (s *TableSet) open(c ProbeConfig) ([]tableReader, []io.Closer, []string, error) {
+	var readers []tableReader
+	var closers []io.Closer
+	var files []string
+	for _, t := range s.tables {
+		if c.Store != "" {
+			tr, cls, fs, err := openThroughStore(t, c.Store, c.IO, c.Advise)
+			closers = append(closers, cls...)
+			if err != nil {
+				return nil, closers, nil, err
+			}
+			readers = append(readers, tr)
+			files = append(files, fs...)
+			continue
+		}
+		r, cl, err := openFile(t.Path, c.IO, c.Advise)
+		if err != nil {
+			return nil, closers, nil, err
+		}
+		closers = append(closers, cl)
+		files = append(files, t.Path)
+		readers = append(readers, tableReader{R: r})
+	}
+	return readers, closers, files, nil
+}

@@ -1,0 +1,249 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ReadLog reads a request log: one FEN per line, or one URL path per line
+// ("/standard?fen=..."; a full http(s) URL keeps only its path and query).
+// Blank lines and lines starting with # are skipped. It returns the request
+// paths, FENs turned into GET /standard?fen=....
+func ReadLog(r io.Reader) ([]string, error) {
+	var paths []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		s := strings.TrimSpace(sc.Text())
+		switch {
+		case s == "" || strings.HasPrefix(s, "#"):
+			continue
+		case strings.HasPrefix(s, "/"):
+			paths = append(paths, s)
+		case strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://"):
+			u, err := url.Parse(s)
+			if err != nil {
+				return nil, fmt.Errorf("line %d: %w", line, err)
+			}
+			paths = append(paths, u.RequestURI())
+		default:
+			if strings.Count(s, "/") != 7 {
+				return nil, fmt.Errorf("line %d: %q is neither a FEN (8 ranks separated by /) nor a URL path starting with /", line, s)
+			}
+			paths = append(paths, "/standard?fen="+url.QueryEscape(s))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("line %d: %w", line+1, err)
+	}
+	if len(paths) == 0 {
+		return nil, errors.New("no requests in the log (empty, or only comments)")
+	}
+	return paths, nil
+}
+
+// Warmup is a warm-up given as a count ("800000") or as a share of the log
+// ("80%").
+type Warmup struct {
+	N       int64
+	Percent float64 // used when >= 0 and N < 0
+}
+
+// ParseWarmup reads the --warmup flag.
+func ParseWarmup(s string) (Warmup, error) {
+	if p, ok := strings.CutSuffix(strings.TrimSpace(s), "%"); ok {
+		f, err := strconv.ParseFloat(p, 64)
+		if err != nil || f < 0 || f >= 100 {
+			return Warmup{}, fmt.Errorf("--warmup %q: want a count (800000) or a share of the requests below 100%% (80%%)", s)
+		}
+		return Warmup{N: -1, Percent: f}, nil
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n < 0 {
+		return Warmup{}, fmt.Errorf("--warmup %q: want a count (800000) or a share of the requests (80%%)", s)
+	}
+	return Warmup{N: n}, nil
+}
+
+// Of returns the number of warm-up requests out of total.
+func (w Warmup) Of(total int64) int64 {
+	if w.N >= 0 {
+		return w.N
+	}
+	return int64(float64(total) * w.Percent / 100)
+}
+
+func (w Warmup) String() string {
+	if w.N >= 0 {
+		return strconv.FormatInt(w.N, 10)
+	}
+	return strconv.FormatFloat(w.Percent, 'g', -1, 64) + "%"
+}
+
+// ReplayOptions is a bench replay run.
+type ReplayOptions struct {
+	Paths   []string // from ReadLog
+	Targets []string // base URLs, e.g. http://127.0.0.1:9090
+	Clients int
+	Warmup  Warmup
+	Rate    float64
+	Timeout time.Duration // per request
+	// Failures receives one CSV line per failed request (warm-up included).
+	Failures *CSVSink
+	// Raw, when set, receives one CSV line per request (latencies.csv).
+	Raw *CSVSink
+}
+
+// FailureHeader and RawHeader are the CSV columns of the failures file and
+// latencies.csv.
+var (
+	FailureHeader = []string{"target", "seq", "path", "status", "error", "latency_ms", "warmup"}
+	RawHeader     = []string{"run", "seq", "client", "start_ms", "latency_ms", "status", "failed", "warmup"}
+)
+
+// RunReplay replays the log against every target in turn, the same
+// requests in the same order, and returns one run per target.
+func RunReplay(ctx context.Context, o ReplayOptions) (*Report, error) {
+	if len(o.Targets) == 0 {
+		return nil, errors.New("no --target given")
+	}
+	if o.Timeout <= 0 {
+		return nil, fmt.Errorf("--timeout %s: must be positive", o.Timeout)
+	}
+	bases := make([]*url.URL, len(o.Targets))
+	for i, t := range o.Targets {
+		u, err := url.Parse(t)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
+			return nil, fmt.Errorf("--target %q: want a base URL such as http://127.0.0.1:9090", t)
+		}
+		bases[i] = u
+	}
+	load := Load{Clients: o.Clients, Requests: int64(len(o.Paths)), Warmup: o.Warmup.Of(int64(len(o.Paths))), Rate: o.Rate}
+	if err := load.Validate(); err != nil {
+		if load.Warmup >= load.Requests {
+			return nil, fmt.Errorf("--warmup %s is %d of the log's %d requests: nothing left to measure; lower --warmup (e.g. 80%%)", o.Warmup, load.Warmup, load.Requests)
+		}
+		return nil, err
+	}
+	rep := &Report{Command: "replay", Started: time.Now().UTC(), Clients: o.Clients, Rate: o.Rate}
+	for i, base := range bases {
+		client := newLeanClient(base, o.Clients, o.Timeout)
+		prefix := strings.TrimSuffix(base.EscapedPath(), "/") // a target may live under a path
+		stop := context.AfterFunc(ctx, client.abort)
+		res, err := Drive(ctx, load, func(ctx context.Context, c int, seq int64) Outcome {
+			return client.get(ctx, c, prefix+o.Paths[seq])
+		}, func(s Sample) {
+			if s.Outcome.Failed() && o.Failures != nil {
+				o.Failures.Write(o.Targets[i], strconv.FormatInt(s.Seq, 10), o.Paths[s.Seq], strconv.Itoa(s.Outcome.Status),
+					errString(s.Outcome.Err), msString(s.Latency), strconv.FormatBool(s.Warmup))
+			}
+			if o.Raw != nil {
+				o.Raw.Write(o.Targets[i], strconv.FormatInt(s.Seq, 10), strconv.Itoa(s.Client), msString(s.Elapsed-s.Latency),
+					msString(s.Latency), strconv.Itoa(s.Outcome.Status), strconv.FormatBool(s.Outcome.Failed()), strconv.FormatBool(s.Warmup))
+			}
+		})
+		stop()
+		client.close()
+		if err != nil {
+			return nil, err
+		}
+		run := newRun(o.Targets[i], load, res)
+		run.Target = o.Targets[i]
+		rep.Runs = append(rep.Runs, run)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return rep, nil
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func msString(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/1e6, 'f', 3, 64)
+}
+
+// CSVSink is a CSV file written concurrently, created on the first line
+// (so a run without failures leaves no empty failures file behind).
+type CSVSink struct {
+	Path   string
+	header []string
+	mu     sync.Mutex
+	f      *os.File
+	w      *csv.Writer
+	lines  int64
+	err    error
+}
+
+// NewCSVSink returns a sink that will write header and lines to path.
+func NewCSVSink(path string, header []string) *CSVSink {
+	return &CSVSink{Path: path, header: header}
+}
+
+// Write adds one record; errors are kept for Close.
+func (s *CSVSink) Write(fields ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return
+	}
+	if s.f == nil {
+		if err := os.MkdirAll(filepath.Dir(s.Path), 0o755); err != nil {
+			s.err = err
+			return
+		}
+		f, err := os.Create(s.Path)
+		if err != nil {
+			s.err = err
+			return
+		}
+		s.f, s.w = f, csv.NewWriter(f)
+		s.err = s.w.Write(s.header)
+	}
+	s.lines++
+	if err := s.w.Write(fields); err != nil && s.err == nil {
+		s.err = err
+	}
+}
+
+// Lines is the number of records written.
+func (s *CSVSink) Lines() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lines
+}
+
+// Close flushes the file (if any was created).
+func (s *CSVSink) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return s.err
+	}
+	s.w.Flush()
+	err := errors.Join(s.err, s.w.Error())
+	err = errors.Join(err, s.f.Close())
+	s.f = nil
+	if err != nil {
+		return fmt.Errorf("write %s: %w", s.Path, err)
+	}
+	return nil
+}

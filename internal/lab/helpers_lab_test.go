@@ -1,0 +1,114 @@
+//go:build lab
+
+package lab
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tbhost/tbhost/internal/execx"
+)
+
+// labEnv is what every lab test shares: the base (built once per test
+// binary) and a static tbhost.
+type labEnv struct {
+	once   sync.Once
+	base   *Base
+	tbhost string
+	skip   string
+	err    error
+}
+
+func (e *labEnv) prepare(t *testing.T) {
+	e.once.Do(func() {
+		log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		c, err := NewCache(os.Getenv("TBHOST_LAB_CACHE"), execx.Exec{}, log)
+		if err != nil {
+			e.err = err
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+		defer cancel()
+		b, err := c.Prepare(ctx)
+		var me *MissingError
+		if errors.As(err, &me) {
+			e.skip = me.Error()
+			return
+		}
+		if err != nil {
+			e.err = err
+			return
+		}
+		e.base = b
+		dir, err := os.MkdirTemp("", "tbhost-lab-bin-")
+		if err != nil {
+			e.err = err
+			return
+		}
+		e.tbhost = filepath.Join(dir, "tbhost")
+		if err := BuildStatic(ctx, execx.Exec{}, moduleRoot(), e.tbhost); err != nil {
+			e.err = err
+		}
+	})
+	if e.skip != "" {
+		t.Skip(e.skip)
+	}
+	if e.err != nil {
+		t.Fatal(e.err)
+	}
+}
+
+// the shared environment of this test binary (not package state of the
+// product: test-only)
+var shared labEnv
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func moduleRoot() string {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "../.."
+	}
+	return filepath.Dir(strings.TrimSpace(string(out)))
+}
+
+// boot runs cfg in a fresh work dir under the test's temp dir, checks
+// that no qemu of the run survives, and fails the test on a harness error.
+func boot(t *testing.T, cfg Config) *Result {
+	t.Helper()
+	shared.prepare(t)
+	if cfg.WorkDir == "" {
+		cfg.WorkDir = t.TempDir()
+	}
+	if cfg.Tbhost == "" {
+		cfg.Tbhost = shared.tbhost
+	}
+	t.Cleanup(func() {
+		if pids := LiveQemus(cfg.WorkDir); len(pids) > 0 {
+			t.Errorf("qemu still running after the test: pids %v", pids)
+		}
+	})
+	l := &Lab{Base: shared.base, Log: slog.New(slog.NewTextHandler(testWriter{t}, nil))}
+	if testing.Verbose() && os.Getenv("TBHOST_LAB_CONSOLE") != "" {
+		l.Console = os.Stderr
+	}
+	res, err := l.Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("lab run: %v", err)
+	}
+	t.Logf("boot %s: %v, exit %d, log %s", cfg.Name, res.Duration.Round(time.Second), res.ExitCode, res.LogPath)
+	return res
+}

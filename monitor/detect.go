@@ -1,0 +1,343 @@
+package monitor
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Severity is a Nagios status: its value is the plugin exit code.
+type Severity int
+
+// Nagios statuses.
+const (
+	OK       Severity = 0
+	Warning  Severity = 1
+	Critical Severity = 2
+	Unknown  Severity = 3
+)
+
+func (s Severity) String() string {
+	switch s {
+	case OK:
+		return "OK"
+	case Warning:
+		return "WARNING"
+	case Critical:
+		return "CRITICAL"
+	default:
+		return "UNKNOWN"
+	}
+}
+
+// rank orders severities for "the worst one": CRITICAL > WARNING > UNKNOWN > OK.
+func (s Severity) rank() int {
+	return [...]int{OK: 0, Warning: 2, Critical: 3, Unknown: 1}[s]
+}
+
+// Worse returns the more serious of a and b.
+func Worse(a, b Severity) Severity {
+	if b.rank() > a.rank() {
+		return b
+	}
+	return a
+}
+
+// Problem is one finding with its severity.
+type Problem struct {
+	Severity Severity
+	Text     string
+}
+
+// Thresholds tune the skew detector.
+type Thresholds struct {
+	// Warn and Crit: a member is flagged when its read rate deviates from
+	// the members' mean by more than this fraction in every judged interval
+	// of the window (0.30 and 0.60 by default; Ceph flags PG imbalance at 30 %).
+	Warn, Crit float64
+	// MinReads is the floor: an interval is judged only when the members
+	// average at least this many reads/s each. Below it the counts are too
+	// small to tell skew from chance (default 10 reads/s per disk).
+	MinReads float64
+	// NoTraffic is the status when no interval could be judged and nothing
+	// else is wrong: OK (default; cron stays quiet) or Unknown.
+	NoTraffic Severity
+}
+
+// DefaultThresholds are tbhost monitor check's defaults.
+func DefaultThresholds() Thresholds {
+	return Thresholds{Warn: 0.30, Crit: 0.60, MinReads: 10, NoTraffic: OK}
+}
+
+// idleBelow: a member reading less than this fraction of the members' mean
+// in every judged interval is "idle" (CRITICAL whatever the thresholds).
+// Not exactly zero: on an array built without --stripes the "idle" disks
+// still serve a trickle of dm-integrity metadata reads for their siblings.
+const idleBelow = 0.05
+
+// Member flags.
+const (
+	FlagOK      = "ok"
+	FlagUnder   = "under"
+	FlagOver    = "over"
+	FlagIdle    = "idle" // below 5 % of the mean: no (or next to no) reads
+	FlagMissing = "missing"
+)
+
+// MemberResult is one member over the window.
+type MemberResult struct {
+	Member
+	Rates     Rates    // over the whole window
+	Share     float64  // of the array's reads over the window, 0..1
+	Deviation float64  // window read rate vs the members' mean: -0.5 = half the mean
+	Flag      string   // ok, under, over, idle, missing
+	Severity  Severity // of the flag
+}
+
+// ArrayResult is one array's verdict.
+type ArrayResult struct {
+	Array
+	Status    Severity
+	Members   []MemberResult
+	Problems  []Problem // health, topology and skew findings
+	ReadsPerS float64   // the array's members together, over the window
+	Judged    int       // intervals with enough reads to judge skew
+	Intervals int
+	// Note says why skew was not judged ("" when it was).
+	Note string
+}
+
+// Report is the verdict over all arrays.
+type Report struct {
+	Status  Severity
+	Summary string // one line, without the status word
+	Arrays  []ArrayResult
+	Window  time.Duration
+	Notes   []string
+}
+
+// Evaluate judges the arrays over the samples (at least two, in time order).
+func Evaluate(arrays []Array, samples []Sample, th Thresholds) Report {
+	r := Report{Status: OK}
+	if len(samples) >= 2 {
+		r.Window = samples[len(samples)-1].Time.Sub(samples[0].Time)
+	}
+	for _, a := range arrays {
+		ar := evaluateArray(a, samples, th)
+		r.Status = Worse(r.Status, ar.Status)
+		r.Arrays = append(r.Arrays, ar)
+	}
+	if len(arrays) == 0 {
+		r.Status = Unknown
+		r.Summary = "no RAID arrays found (no LVM RAID LV, no md device)"
+		return r
+	}
+	r.Summary = summarize(r)
+	return r
+}
+
+func evaluateArray(a Array, samples []Sample, th Thresholds) ArrayResult {
+	ar := ArrayResult{Array: a, Problems: append([]Problem(nil), a.Problems...)}
+	ar.Members = make([]MemberResult, len(a.Members))
+	var present []int
+	for i, m := range a.Members {
+		ar.Members[i] = MemberResult{Member: m, Flag: FlagOK}
+		if m.Missing || m.Disk == "" {
+			ar.Members[i].Flag, ar.Members[i].Severity = FlagMissing, Critical
+			continue
+		}
+		if len(samples) > 0 {
+			if _, ok := samples[0].Devices[m.Disk]; !ok {
+				ar.Members[i].Flag, ar.Members[i].Severity = FlagMissing, Critical
+				ar.Problems = append(ar.Problems, Problem{Critical, fmt.Sprintf("%s: %s is not in /proc/diskstats (disk gone?)", a.Name, m.Disk)})
+				continue
+			}
+		}
+		present = append(present, i)
+	}
+	if len(samples) < 2 {
+		ar.Note = "fewer than two samples: no rates"
+		ar.Problems = append(ar.Problems, Problem{Unknown, fmt.Sprintf("%s: %s", a.Name, ar.Note)})
+		ar.Status = worstOf(ar.Problems, ar.Members)
+		return ar
+	}
+	ar.Intervals = len(samples) - 1
+	minDev := make([]float64, len(ar.Members))
+	maxDev := make([]float64, len(ar.Members))
+	readAlways0 := make([]bool, len(ar.Members))
+	for _, i := range present {
+		minDev[i], maxDev[i], readAlways0[i] = math.Inf(1), math.Inf(-1), true
+	}
+	var lowest float64 = math.Inf(1)
+	for k := 0; k+1 < len(samples); k++ {
+		secs := samples[k+1].Time.Sub(samples[k].Time).Seconds()
+		rates := make([]float64, len(ar.Members))
+		sum := 0.0
+		for _, i := range present {
+			d := ar.Members[i].Disk
+			rates[i] = ComputeRates(samples[k].Devices[d], samples[k+1].Devices[d], secs).ReadsPerS
+			sum += rates[i]
+		}
+		if len(present) == 0 {
+			break
+		}
+		mean := sum / float64(len(present))
+		lowest = math.Min(lowest, mean)
+		if a.Syncing || len(present) < 2 || mean < th.MinReads || secs <= 0 {
+			continue
+		}
+		ar.Judged++
+		for _, i := range present {
+			dev := (rates[i] - mean) / mean
+			minDev[i] = math.Min(minDev[i], dev)
+			maxDev[i] = math.Max(maxDev[i], dev)
+			if dev > idleBelow-1 {
+				readAlways0[i] = false
+			}
+		}
+	}
+	// the window as a whole: rates, shares, deviation
+	first, last := samples[0], samples[len(samples)-1]
+	secs := last.Time.Sub(first.Time).Seconds()
+	total := 0.0
+	for _, i := range present {
+		d := ar.Members[i].Disk
+		ar.Members[i].Rates = ComputeRates(first.Devices[d], last.Devices[d], secs)
+		total += ar.Members[i].Rates.ReadsPerS
+	}
+	ar.ReadsPerS = total
+	mean := 0.0
+	if len(present) > 0 {
+		mean = total / float64(len(present))
+	}
+	for _, i := range present {
+		if total > 0 {
+			ar.Members[i].Share = ar.Members[i].Rates.ReadsPerS / total
+			ar.Members[i].Deviation = (ar.Members[i].Rates.ReadsPerS - mean) / mean
+		}
+	}
+	switch {
+	case a.Syncing:
+		ar.Note = "skew not judged: " + orDefault(a.SyncAction, "sync") + " in progress"
+	case len(present) < 2:
+		ar.Note = "skew not judged: fewer than two members present"
+	case ar.Judged == 0:
+		ar.Note = fmt.Sprintf("skew not judged: too little traffic (%.1f reads/s per disk, below --min-reads %g)", lowest, th.MinReads)
+		if th.NoTraffic != OK {
+			ar.Problems = append(ar.Problems, Problem{th.NoTraffic, a.Name + ": " + ar.Note})
+		}
+	default:
+		flagSkew(&ar, present, minDev, maxDev, readAlways0, mean, th)
+	}
+	ar.Status = worstOf(ar.Problems, ar.Members)
+	return ar
+}
+
+func flagSkew(ar *ArrayResult, present []int, minDev, maxDev []float64, idle []bool, mean float64, th Thresholds) {
+	var idleNames []string
+	type flagged struct {
+		label string
+		dev   float64
+	}
+	groups := map[string]map[Severity][]flagged{FlagOver: {}, FlagUnder: {}}
+	for _, i := range present {
+		m := &ar.Members[i]
+		switch {
+		case idle[i]:
+			m.Flag, m.Severity = FlagIdle, Critical
+			idleNames = append(idleNames, m.Label())
+			continue
+		case minDev[i] > th.Crit:
+			m.Flag, m.Severity = FlagOver, Critical
+		case maxDev[i] < -th.Crit:
+			m.Flag, m.Severity = FlagUnder, Critical
+		case minDev[i] > th.Warn:
+			m.Flag, m.Severity = FlagOver, Warning
+		case maxDev[i] < -th.Warn:
+			m.Flag, m.Severity = FlagUnder, Warning
+		default:
+			continue
+		}
+		groups[m.Flag][m.Severity] = append(groups[m.Flag][m.Severity], flagged{m.Label(), m.Deviation})
+	}
+	if len(idleNames) > 0 {
+		ar.Problems = append(ar.Problems, Problem{Critical, fmt.Sprintf(
+			"%s: %s idle: (almost) no reads while the other members read (%.1f reads/s per disk on average)",
+			ar.Name, strings.Join(idleNames, ", "), mean)})
+	}
+	for _, dir := range []string{FlagUnder, FlagOver} {
+		for _, sev := range []Severity{Critical, Warning} {
+			fl := groups[dir][sev]
+			if len(fl) == 0 {
+				continue
+			}
+			limit := th.Warn
+			if sev == Critical {
+				limit = th.Crit
+			}
+			parts := make([]string, len(fl))
+			for j, f := range fl {
+				parts[j] = fmt.Sprintf("%s %+.0f%%", f.label, 100*f.dev)
+			}
+			word := "less"
+			if dir == FlagOver {
+				word = "more"
+			}
+			ar.Problems = append(ar.Problems, Problem{sev, fmt.Sprintf(
+				"%s: %s read %s than the members' mean (%.1f reads/s) by over %.0f%% for the whole window",
+				ar.Name, strings.Join(parts, ", "), word, mean, 100*limit)})
+		}
+	}
+}
+
+func worstOf(ps []Problem, ms []MemberResult) Severity {
+	s := OK
+	for _, p := range ps {
+		s = Worse(s, p.Severity)
+	}
+	for _, m := range ms {
+		s = Worse(s, m.Severity)
+	}
+	return s
+}
+
+// summarize makes the one-line summary: the worst findings first, or what
+// was judged OK.
+func summarize(r Report) string {
+	var ps []Problem
+	for _, a := range r.Arrays {
+		for _, p := range a.Problems {
+			if p.Severity != OK {
+				ps = append(ps, p)
+			}
+		}
+	}
+	if len(ps) > 0 {
+		// the worst severity's findings, at most two: a Nagios status line stays short
+		sort.SliceStable(ps, func(i, j int) bool { return ps[i].Severity.rank() > ps[j].Severity.rank() })
+		var texts []string
+		for i, p := range ps {
+			if i == 2 || p.Severity != ps[0].Severity {
+				texts = append(texts, fmt.Sprintf("(+%d more findings below)", len(ps)-i))
+				break
+			}
+			texts = append(texts, p.Text)
+		}
+		return strings.Join(texts, "; ")
+	}
+	var parts []string
+	for _, a := range r.Arrays {
+		if a.Note != "" {
+			parts = append(parts, fmt.Sprintf("%s %s", a.Name, a.Note))
+			continue
+		}
+		worst := 0.0
+		for _, m := range a.Members {
+			worst = math.Max(worst, math.Abs(m.Deviation))
+		}
+		parts = append(parts, fmt.Sprintf("%s balanced (%d disks, %.0f reads/s, max deviation %.0f%%)", a.Name, len(a.Members), a.ReadsPerS, 100*worst))
+	}
+	return strings.Join(parts, "; ")
+}

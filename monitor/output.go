@@ -1,0 +1,220 @@
+package monitor
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// CheckJSON is `tbhost monitor check --json`, exactly the issue's shape.
+type CheckJSON struct {
+	Status string      `json:"status"`
+	Arrays []ArrayJSON `json:"arrays"`
+}
+
+// ArrayJSON is one array in CheckJSON.
+type ArrayJSON struct {
+	Name     string       `json:"name"`
+	Members  []MemberJSON `json:"members"`
+	Problems []string     `json:"problems"`
+}
+
+// MemberJSON is one member in CheckJSON.
+type MemberJSON struct {
+	Disk          string  `json:"disk"`
+	ID            string  `json:"id"`
+	ReadsPerS     float64 `json:"reads_per_s"`
+	ReadBytesPerS float64 `json:"read_bytes_per_s"`
+	Share         float64 `json:"share"`
+	Flag          string  `json:"flag"`
+}
+
+// JSON returns the report in the check --json shape. Problems carry their
+// severity as a prefix ("CRITICAL: ...").
+func (r Report) JSON() CheckJSON {
+	out := CheckJSON{Status: r.Status.String(), Arrays: []ArrayJSON{}}
+	for _, a := range r.Arrays {
+		aj := ArrayJSON{Name: a.Name, Members: []MemberJSON{}, Problems: []string{}}
+		for _, m := range a.Members {
+			aj.Members = append(aj.Members, MemberJSON{
+				Disk: m.Label(), ID: m.ID, ReadsPerS: round(m.Rates.ReadsPerS, 2),
+				ReadBytesPerS: round(m.Rates.ReadBytesPerS, 0), Share: round(m.Share, 4), Flag: m.Flag,
+			})
+		}
+		for _, p := range a.Problems {
+			aj.Problems = append(aj.Problems, p.Severity.String()+": "+p.Text)
+		}
+		if a.Note != "" && !containsNote(a.Problems, a.Note) {
+			aj.Problems = append(aj.Problems, "OK: "+a.Note)
+		}
+		out.Arrays = append(out.Arrays, aj)
+	}
+	return out
+}
+
+func containsNote(ps []Problem, note string) bool {
+	for _, p := range ps {
+		if strings.Contains(p.Text, note) {
+			return true
+		}
+	}
+	return false
+}
+
+func round(v float64, digits int) float64 {
+	s := strconv.FormatFloat(v, 'f', digits, 64)
+	f, _ := strconv.ParseFloat(s, 64)
+	return f
+}
+
+// StatusLine is the Nagios first line: "CRITICAL: ...".
+func (r Report) StatusLine() string {
+	return r.Status.String() + ": " + r.Summary
+}
+
+// WriteText prints the summary line, then the details: every array's
+// problems and a table of its members.
+func (r Report) WriteText(w io.Writer) error {
+	ew := &errWriter{w: w}
+	fmt.Fprintln(ew, r.StatusLine())
+	for _, n := range r.Notes {
+		fmt.Fprintf(ew, "note: %s\n", n)
+	}
+	for _, a := range r.Arrays {
+		fmt.Fprintln(ew)
+		writeArrayTable(ew, a, false)
+		for _, p := range a.Problems {
+			fmt.Fprintf(ew, "  %s: %s\n", p.Severity, p.Text)
+		}
+		if a.Note != "" && !containsNote(a.Problems, a.Note) {
+			fmt.Fprintf(ew, "  note: %s\n", a.Note)
+		}
+	}
+	return ew.err
+}
+
+// writeArrayTable prints an array's header line and member table (bars when bars is true).
+func writeArrayTable(w io.Writer, a ArrayResult, bars bool) {
+	level := a.Level
+	if level == "" {
+		level = a.Kind
+	}
+	fmt.Fprintf(w, "%s  %s  %d disks  %.1f reads/s  %s  %s\n", a.Name, level, len(a.Members), a.ReadsPerS, mbps(sumBytes(a)), a.Status)
+	idw := 2
+	for _, m := range a.Members {
+		idw = max(idw, len(m.ID))
+	}
+	imw := 5
+	for _, m := range a.Members {
+		imw = max(imw, len(m.ImageLabel()))
+	}
+	fmt.Fprintf(w, "  %-8s %-*s %-*s %9s %9s %8s %6s %6s %6s  %s\n", "DISK", idw, "ID", imw, "IMAGE", "r/s", "MB/s", "r_await", "%util", "aqu", "share", "FLAG")
+	maxShare := 0.0
+	for _, m := range a.Members {
+		maxShare = max(maxShare, m.Share)
+	}
+	for _, m := range a.Members {
+		img := m.ImageLabel()
+		if img == "" {
+			img = "(none)"
+		}
+		id := m.ID
+		if id == "" {
+			id = "-"
+		}
+		line := fmt.Sprintf("  %-8s %-*s %-*s %9.1f %9.2f %8.1f %6.1f %6.2f %5.1f%%  %s",
+			m.Label(), idw, id, imw, img, m.Rates.ReadsPerS, m.Rates.ReadBytesPerS/1e6, m.Rates.RAwaitMS,
+			m.Rates.UtilPercent, m.Rates.QueueSize, 100*m.Share, m.Flag)
+		if bars {
+			line += "  " + bar(m.Share, maxShare, 20)
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+func sumBytes(a ArrayResult) float64 {
+	s := 0.0
+	for _, m := range a.Members {
+		s += m.Rates.ReadBytesPerS
+	}
+	return s
+}
+
+func mbps(b float64) string { return fmt.Sprintf("%.1f MB/s", b/1e6) }
+
+func bar(v, maxV float64, width int) string {
+	if maxV <= 0 {
+		return ""
+	}
+	n := int(v/maxV*float64(width) + 0.5)
+	return strings.Repeat("#", n) + strings.Repeat(".", width-n)
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
+
+// Registry returns the report as Prometheus metrics (for --textfile): the
+// same content as --json, named tbhost_monitor_check_*.
+func (r Report) Registry(now float64) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	status := prometheus.NewGauge(prometheus.GaugeOpts{Name: "tbhost_monitor_check_status",
+		Help: "Overall result of tbhost monitor check: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN."})
+	last := prometheus.NewGauge(prometheus.GaugeOpts{Name: "tbhost_monitor_check_timestamp_seconds",
+		Help: "When tbhost monitor check wrote this file (Unix time)."})
+	arrayStatus := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tbhost_monitor_check_array_status",
+		Help: "Result per array: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN."}, []string{"array"})
+	problems := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tbhost_monitor_check_array_problems",
+		Help: "Number of findings per array and severity."}, []string{"array", "severity"})
+	reads := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tbhost_monitor_check_member_reads_per_second",
+		Help: "Reads completed per second by the member disk over the check window."}, []string{"array", "image", "disk", "id"})
+	rbytes := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tbhost_monitor_check_member_read_bytes_per_second",
+		Help: "Bytes read per second by the member disk over the check window."}, []string{"array", "image", "disk", "id"})
+	share := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tbhost_monitor_check_member_read_share",
+		Help: "The member's share of the array's reads over the check window (0..1)."}, []string{"array", "image", "disk", "id"})
+	flag := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tbhost_monitor_check_member_flag",
+		Help: "1 for the member's flag: ok, under, over, idle or missing."}, []string{"array", "image", "disk", "id", "flag"})
+	reg.MustRegister(status, last, arrayStatus, problems, reads, rbytes, share, flag)
+	status.Set(float64(r.Status))
+	last.Set(now)
+	for _, a := range r.Arrays {
+		arrayStatus.WithLabelValues(a.Name).Set(float64(a.Status))
+		counts := map[Severity]int{}
+		for _, p := range a.Problems {
+			counts[p.Severity]++
+		}
+		for _, s := range []Severity{Warning, Critical, Unknown} {
+			problems.WithLabelValues(a.Name, strings.ToLower(s.String())).Set(float64(counts[s]))
+		}
+		for _, m := range a.Members {
+			l := []string{a.Name, m.ImageLabel(), m.Label(), m.ID}
+			reads.WithLabelValues(l...).Set(m.Rates.ReadsPerS)
+			rbytes.WithLabelValues(l...).Set(m.Rates.ReadBytesPerS)
+			share.WithLabelValues(l...).Set(m.Share)
+			flag.WithLabelValues(append(l, m.Flag)...).Set(1)
+		}
+	}
+	return reg
+}
+
+// WriteTextfile writes the report for node_exporter's textfile collector,
+// atomically (a temporary file in the same directory, then rename).
+func (r Report) WriteTextfile(path string, now float64) error {
+	if err := prometheus.WriteToTextfile(path, r.Registry(now)); err != nil {
+		return fmt.Errorf("write textfile %s: %w", path, err)
+	}
+	return nil
+}

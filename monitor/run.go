@@ -1,0 +1,118 @@
+package monitor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tbhost/tbhost/internal/execx"
+	"github.com/tbhost/tbhost/lvm"
+)
+
+// Env is what a monitor command reads: a root tree and a command runner.
+type Env struct {
+	Root   string       // "/" for this host, or a fixture/snapshot tree
+	Runner execx.Runner // runs lvm on the host (unused under a snapshot root)
+	Clock  Clock        // nil: the wall clock
+}
+
+// Snapshot reports whether Root is a saved tree rather than this host.
+func (e Env) Snapshot() bool { return e.Root != "" && e.Root != "/" }
+
+func (e Env) clock() Clock {
+	if e.Clock == nil {
+		return RealClock{}
+	}
+	return e.Clock
+}
+
+// LVM returns where LVM's report comes from: `lvm lvs/pvs` through the
+// runner on this host; ROOT/lvm/{lvs,pvs}.json under a snapshot root (the
+// layout of the lab's captures), or nothing when the snapshot has none.
+func (e Env) LVM() LVMReporter {
+	if !e.Snapshot() {
+		return lvm.Client{Runner: e.Runner}
+	}
+	dir := filepath.Join(e.Root, "lvm")
+	if _, err := os.Stat(filepath.Join(dir, "lvs.json")); err != nil {
+		return nil
+	}
+	return FileReport{Dir: dir}
+}
+
+// Discover finds the named arrays (all when none) under the env's root.
+func (e Env) Discover(ctx context.Context, names []string) (Topology, error) {
+	t, err := Discover(ctx, DiscoverOptions{Root: e.Root, LVM: e.LVM(), Names: names})
+	if err != nil {
+		return t, err
+	}
+	if e.Snapshot() && e.LVM() == nil {
+		t.Notes = append(t.Notes, fmt.Sprintf("no %s: arrays found from sys/block alone, without LVM health", filepath.Join(e.Root, "lvm", "lvs.json")))
+	}
+	return t, nil
+}
+
+// Source returns the sampler and the clock to pace it with. Under a
+// snapshot root holding proc/diskstats.0, .1, ... those are replayed as if
+// taken interval apart (no waiting); otherwise ROOT/proc/diskstats is read
+// live.
+func (e Env) Source(interval time.Duration) (Source, Clock, string, error) {
+	if e.Snapshot() {
+		if src, ok := NewReplaySource(e.Root, time.Unix(0, 0).UTC(), interval); ok {
+			return src, instantClock{}, fmt.Sprintf("replaying %d samples of %s as %s apart", len(src.Files), filepath.Join(e.Root, "proc", "diskstats.N"), interval), nil
+		}
+	}
+	src, err := NewProcSource(e.Root, e.clock())
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return src, e.clock(), "", nil
+}
+
+// instantClock paces a replay: no waiting.
+type instantClock struct{}
+
+func (instantClock) Now() time.Time                                   { return time.Unix(0, 0).UTC() }
+func (instantClock) Sleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+
+// CheckOptions are monitor check's knobs.
+type CheckOptions struct {
+	Names      []string
+	For        time.Duration // the window
+	Interval   time.Duration // between samples inside the window
+	Thresholds Thresholds
+}
+
+// Check discovers, samples over the window and judges. An error means the
+// check could not run (Nagios UNKNOWN).
+func Check(ctx context.Context, e Env, o CheckOptions) (Report, error) {
+	topo, err := e.Discover(ctx, o.Names)
+	if err != nil {
+		return Report{}, err
+	}
+	if len(topo.Arrays) == 0 { // nothing to sample
+		r := Evaluate(nil, nil, o.Thresholds)
+		r.Notes = topo.Notes
+		return r, nil
+	}
+	if o.Interval <= 0 || o.Interval > o.For {
+		o.Interval = o.For
+	}
+	src, clock, note, err := e.Source(o.Interval)
+	if err != nil {
+		return Report{}, err
+	}
+	n := int(o.For / o.Interval)
+	samples, err := Collect(ctx, src, clock, o.Interval, max(n, 1))
+	if err != nil {
+		return Report{}, fmt.Errorf("sampling: %w", err)
+	}
+	r := Evaluate(topo.Arrays, samples, o.Thresholds)
+	r.Notes = append(r.Notes, topo.Notes...)
+	if note != "" {
+		r.Notes = append(r.Notes, note)
+	}
+	return r, nil
+}

@@ -1,0 +1,522 @@
+// Package monitor watches the per-disk read activity of each RAID array
+// (LVM RAID, with or without dm-integrity, and Linux md) and judges it:
+// a member disk that reads far less or far more than its siblings, a
+// missing member, an unhealthy or syncing array, integrity mismatches.
+//
+// The pieces: topology (array -> image -> disk, from /sys/block and LVM's
+// report), sampling (/proc/diskstats through prometheus/procfs, behind a
+// Source so tests replay sequences), rates with iostat's formulas, the
+// skew detector, and the outputs (check report, Prometheus exporter,
+// textfile, a watch table).
+package monitor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/tbhost/tbhost/integrity"
+	"github.com/tbhost/tbhost/internal/execx"
+	"github.com/tbhost/tbhost/lvm"
+)
+
+// Array is one RAID array and the disks under it.
+type Array struct {
+	Name   string // vg/lv (vg-hdd/tables) or the md device (md0)
+	Kind   string // "lvm" or "md"
+	Level  string // raid5, raid0, ... ("" when unknown)
+	Device string // kernel name of the array device (dm-24, md0); "" when not active
+	// Images is how many images (legs) the array has, parity included.
+	Images  int
+	Members []Member
+	// Problems are health and topology findings, known before any sampling.
+	Problems []Problem
+	// Syncing is true while a resync/recovery runs (reads are then not the
+	// workload's, so skew is not judged); SyncProgress is 0..1 or -1.
+	Syncing      bool
+	SyncAction   string
+	SyncProgress float64
+	// IntegrityMismatches is the array's total, -1 when it has no integrity layer.
+	IntegrityMismatches int64
+	// Degraded: the array runs without a member (missing PV, partial LV,
+	// faulty or missing md member).
+	Degraded bool
+}
+
+// Member is one disk of an array.
+type Member struct {
+	Disk string // kernel name whose /proc/diskstats line is read (sda, sda1, nvme0n1); "" when missing
+	ID   string // stable id from /dev/disk/by-id, "" when none
+	// Images are the array's images (legs) on this disk; empty for a PV of the
+	// array's VG that holds no image of it (the array does not use the disk).
+	Images  []string
+	Missing bool // an image whose disk is gone
+	// IntegrityMismatches on this member's images, -1 when unknown.
+	IntegrityMismatches int64
+}
+
+// Label is how reports name the member: the disk, or the missing image.
+func (m Member) Label() string {
+	if m.Disk != "" {
+		return m.Disk
+	}
+	return "missing:" + strings.Join(m.Images, ",")
+}
+
+// ImageLabel joins the member's images ("" for an unused PV).
+func (m Member) ImageLabel() string { return strings.Join(m.Images, ",") }
+
+// LVMReporter is LVM's report: lvm.Client, or FileReport for a snapshot.
+type LVMReporter interface {
+	LVs(ctx context.Context, names ...string) ([]lvm.LV, error)
+	PVs(ctx context.Context, names ...string) ([]lvm.PV, error)
+}
+
+// FileReport reads LVM's JSON reports saved as Dir/lvs.json and Dir/pvs.json
+// (the layout of the lab's captures and of a host snapshot).
+type FileReport struct{ Dir string }
+
+// LVs implements LVMReporter (names are ignored: the snapshot has what it has).
+func (f FileReport) LVs(_ context.Context, _ ...string) ([]lvm.LV, error) {
+	b, err := os.ReadFile(filepath.Join(f.Dir, "lvs.json"))
+	if err != nil {
+		return nil, fmt.Errorf("read saved lvs report: %w", err)
+	}
+	rows, err := lvm.ParseReport(b, "lv")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(f.Dir, "lvs.json"), err)
+	}
+	return lvm.ParseLVRows(rows)
+}
+
+// PVs implements LVMReporter; a missing pvs.json is no error (no PVs known).
+func (f FileReport) PVs(_ context.Context, _ ...string) ([]lvm.PV, error) {
+	b, err := os.ReadFile(filepath.Join(f.Dir, "pvs.json"))
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read saved pvs report: %w", err)
+	}
+	rows, err := lvm.ParseReport(b, "pv")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(f.Dir, "pvs.json"), err)
+	}
+	out := make([]lvm.PV, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, lvm.PV{Name: r["pv_name"], VG: r["vg_name"], UUID: r["pv_uuid"], Size: atoi64(r["pv_size"]),
+			Free: atoi64(r["pv_free"]), PEAlloc: atoi64Or(r["pv_pe_alloc_count"], -1)})
+	}
+	return out, nil
+}
+
+// DiscoverOptions says where to look.
+type DiscoverOptions struct {
+	Root string      // "/" or a fixture/snapshot tree
+	LVM  LVMReporter // nil: topology from sysfs alone (no health, no sync state)
+	// Names selects arrays: vg/lv, /dev/vg/lv, a dm name, md0 or /dev/md0.
+	// None means every array found.
+	Names []string
+}
+
+// Topology is the arrays found, and notes on what could not be read.
+type Topology struct {
+	Arrays []Array
+	Notes  []string
+}
+
+// Discover finds the arrays and resolves each down to its disks.
+func Discover(ctx context.Context, o DiscoverOptions) (Topology, error) {
+	root := o.Root
+	if root == "" {
+		root = "/"
+	}
+	sb, err := ReadSysBlock(root)
+	if err != nil {
+		return Topology{}, err
+	}
+	var t Topology
+	var lvs []lvm.LV
+	var pvs []lvm.PV
+	haveLVM := false
+	if o.LVM != nil {
+		lvs, err = o.LVM.LVs(ctx)
+		if err != nil {
+			if execx.NotFound(err) {
+				t.Notes = append(t.Notes, "lvm is not installed: LVM arrays found from /sys/block alone, without health or sync state")
+			} else {
+				t.Notes = append(t.Notes, fmt.Sprintf("LVM report unavailable (%v): arrays found from /sys/block alone, without health or sync state", err))
+			}
+		} else {
+			haveLVM = true
+			if pvs, err = o.LVM.PVs(ctx); err != nil {
+				t.Notes = append(t.Notes, fmt.Sprintf("pvs failed (%v): unused PVs of a VG are not checked", err))
+			}
+		}
+	}
+	if haveLVM {
+		t.Arrays = append(t.Arrays, lvmArrays(root, sb, lvs, pvs)...)
+	} else {
+		t.Arrays = append(t.Arrays, sysfsLVMArrays(root, sb)...)
+	}
+	t.Arrays = append(t.Arrays, mdArrays(root, sb)...)
+	if len(o.Names) > 0 {
+		sel, err := selectArrays(t.Arrays, o.Names)
+		if err != nil {
+			return t, err
+		}
+		t.Arrays = sel
+	}
+	return t, nil
+}
+
+func selectArrays(all []Array, names []string) ([]Array, error) {
+	var out []Array
+	for _, n := range names {
+		want := normalizeName(n)
+		found := false
+		for _, a := range all {
+			if a.Name == want || a.Device == want {
+				out = append(out, a)
+				found = true
+				break
+			}
+		}
+		if !found {
+			var have []string
+			for _, a := range all {
+				have = append(have, a.Name)
+			}
+			if len(have) == 0 {
+				return nil, fmt.Errorf("no array %q: no RAID arrays found at all (LVM RAID LVs or md devices)", n)
+			}
+			return nil, fmt.Errorf("no array %q; arrays found: %s", n, strings.Join(have, ", "))
+		}
+	}
+	return out, nil
+}
+
+// normalizeName maps /dev/vg/lv, /dev/mapper/vg--lv and /dev/md0 to the names Discover uses.
+func normalizeName(n string) string {
+	switch {
+	case strings.HasPrefix(n, "/dev/mapper/"):
+		if vg, lv, ok := SplitDMName(strings.TrimPrefix(n, "/dev/mapper/")); ok {
+			return vg + "/" + lv
+		}
+	case strings.HasPrefix(n, "/dev/"):
+		return strings.TrimPrefix(n, "/dev/")
+	case !strings.Contains(n, "/"):
+		if vg, lv, ok := SplitDMName(n); ok && strings.Contains(n, "--") {
+			return vg + "/" + lv
+		}
+	}
+	return n
+}
+
+func lvmArrays(root string, sb *SysBlock, all []lvm.LV, pvs []lvm.PV) []Array {
+	var out []Array
+	for _, lv := range all {
+		if lv.Hidden || !strings.HasPrefix(lv.SegType(), "raid") {
+			continue
+		}
+		a := Array{Name: lv.FullName(), Kind: "lvm", Level: lv.SegType(), SyncProgress: -1,
+			IntegrityMismatches: lv.IntegrityMismatches}
+		if k, ok := sb.ByDMName(DMName(lv.VG, lv.Name)); ok {
+			a.Device = k
+		}
+		images := lvm.SubLVs(all, lv, "rimage")
+		a.Images = len(images)
+		byDisk := map[string]int{}
+		var spans []string
+		for _, img := range images {
+			var leaves []string
+			if k, ok := sb.ByDMName(DMName(img.VG, img.Name)); ok {
+				leaves = sb.Leaves(k)
+			}
+			if len(leaves) == 0 && a.Device == "" { // not active: LVM's view of where it lives
+				for _, d := range lvm.PhysicalDevices(all, img) {
+					leaves = append(leaves, pvKernelName(sb, d))
+				}
+			}
+			if len(leaves) == 0 || onUnknownPV(all, img) {
+				a.Members = append(a.Members, Member{Images: []string{img.Name}, Missing: true, IntegrityMismatches: img.IntegrityMismatches})
+				a.Degraded = true
+				a.Problems = append(a.Problems, Problem{Critical, fmt.Sprintf("%s: image %s has no disk (PV missing or failed)", a.Name, img.Name)})
+				continue
+			}
+			if len(leaves) > 1 {
+				spans = append(spans, fmt.Sprintf("%s on %s", img.Name, strings.Join(leaves, "+")))
+			}
+			for _, leaf := range leaves {
+				i, ok := byDisk[leaf]
+				if !ok {
+					i = len(a.Members)
+					byDisk[leaf] = i
+					a.Members = append(a.Members, Member{Disk: leaf, ID: StableID(root, sb.Disk(leaf)), IntegrityMismatches: -1})
+				}
+				m := &a.Members[i]
+				m.Images = append(m.Images, img.Name)
+				if img.IntegrityMismatches >= 0 {
+					m.IntegrityMismatches = max(m.IntegrityMismatches, 0) + img.IntegrityMismatches
+				}
+			}
+		}
+		if len(spans) > 0 {
+			a.Problems = append(a.Problems, Problem{Warning, fmt.Sprintf(
+				"%s: %s stripes over %d images and %d of them span several disks (%s): reads do not spread over every disk (created without --stripes?)",
+				a.Name, a.Level, len(images), len(spans), strings.Join(spans, ", "))})
+		}
+		var unused []string
+		for _, pv := range pvs {
+			if pv.VG != lv.VG || pv.Name == "" || strings.HasPrefix(pv.Name, "[") {
+				continue
+			}
+			k := pvKernelName(sb, pv.Name)
+			if _, used := byDisk[k]; used || pv.PEAlloc > 0 {
+				continue // an image of this array, or holds another LV
+			}
+			byDisk[k] = len(a.Members)
+			a.Members = append(a.Members, Member{Disk: k, ID: StableID(root, sb.Disk(k)), IntegrityMismatches: -1})
+			unused = append(unused, k)
+		}
+		if len(unused) > 0 {
+			a.Problems = append(a.Problems, Problem{Warning, fmt.Sprintf(
+				"%s: %d PV(s) of VG %s hold no image of it (%s): the array does not use every disk (created without --stripes?)",
+				a.Name, len(unused), lv.VG, strings.Join(unused, ", "))})
+		}
+		if a.Device == "" {
+			a.Problems = append(a.Problems, Problem{Critical, fmt.Sprintf("%s: not active (no device-mapper device %s); activate it with: vgchange -ay %s", a.Name, DMName(lv.VG, lv.Name), lv.VG)})
+		}
+		a.Problems = append(a.Problems, lvHealth(a.Name, lv)...)
+		a.Problems = append(a.Problems, integrityMismatches(all, lv)...)
+		if lv.Health == "partial" || (len(lv.Attr) >= 9 && lv.Attr[8] == 'p') {
+			a.Degraded = true
+		}
+		if lv.SyncPercent >= 0 && lv.SyncPercent < 100 {
+			a.SyncAction, a.SyncProgress = lv.SyncAction, lv.SyncPercent/100
+			a.Syncing = lv.SyncAction != "check"
+			if a.Syncing {
+				a.Problems = append(a.Problems, Problem{Warning, fmt.Sprintf("%s: %s in progress, %.1f%% done (skew is not judged meanwhile)", a.Name, orDefault(lv.SyncAction, "sync"), lv.SyncPercent)})
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// lvHealth turns LVM's health fields into problems with a Nagios severity.
+func lvHealth(name string, lv lvm.LV) []Problem {
+	var p []Problem
+	partial := lv.Health == "partial" || (len(lv.Attr) >= 9 && lv.Attr[8] == 'p')
+	switch {
+	case partial:
+		p = append(p, Problem{Critical, fmt.Sprintf("%s: partial: a PV is missing (lv_attr %s); the array runs degraded", name, lv.Attr)})
+	case lv.Health == "":
+	case lv.Health == "refresh needed" || lv.Health == "repair needed" || lv.Health == "failed":
+		p = append(p, Problem{Critical, fmt.Sprintf("%s: lv_health_status %q", name, lv.Health)})
+	case lv.Health == "mismatches exist" || lv.Health == "writemostly":
+		p = append(p, Problem{Warning, fmt.Sprintf("%s: lv_health_status %q", name, lv.Health)})
+	default:
+		p = append(p, Problem{Warning, fmt.Sprintf("%s: unknown lv_health_status %q (treated as not OK)", name, lv.Health)})
+	}
+	if !partial && len(lv.Attr) >= 9 {
+		switch c := lv.Attr[8]; c {
+		case '-', 'p':
+		case 'r':
+			if lv.Health != "refresh needed" {
+				p = append(p, Problem{Critical, fmt.Sprintf("%s: lv_attr %s: refresh needed", name, lv.Attr)})
+			}
+		case 'm':
+			if lv.Health != "mismatches exist" {
+				p = append(p, Problem{Warning, fmt.Sprintf("%s: lv_attr %s: mismatches exist", name, lv.Attr)})
+			}
+		default:
+			p = append(p, Problem{Warning, fmt.Sprintf("%s: lv_attr %s: volume health %q", name, lv.Attr, string(c))})
+		}
+	}
+	if lv.RaidMismatchCount > 0 {
+		p = append(p, Problem{Warning, fmt.Sprintf("%s: raid_mismatch_count %d after the last check", name, lv.RaidMismatchCount)})
+	}
+	return p
+}
+
+// integrityMismatches are `tbhost integrity status`'s findings on mismatches:
+// per image, naming the disk, or on the array when no image owns them.
+func integrityMismatches(all []lvm.LV, lv lvm.LV) []Problem {
+	var p []Problem
+	for _, text := range integrity.ArrayStatusOf(all, lv).Problems {
+		if strings.Contains(text, "integrity mismatches") {
+			p = append(p, Problem{Warning, text})
+		}
+	}
+	return p
+}
+
+// onUnknownPV reports whether an LV's extents lie (through sub-LVs) on a
+// PV LVM cannot find: its devices column says "[unknown]".
+func onUnknownPV(all []lvm.LV, lv lvm.LV) bool {
+	var walk func(lvm.LV, int) bool
+	walk = func(l lvm.LV, depth int) bool {
+		if depth > 16 {
+			return false
+		}
+		for _, s := range l.Segments {
+			for _, e := range s.Devices {
+				if e.Name == "[unknown]" {
+					return true
+				}
+				if !e.IsDevice() {
+					if sub, ok := lvm.Find(all, l.VG, e.Name); ok && walk(sub, depth+1) {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}
+	return walk(lv, 0)
+}
+
+// pvKernelName maps a PV path (/dev/sda, /dev/sda1, /dev/mapper/x) to a kernel name.
+func pvKernelName(sb *SysBlock, path string) string {
+	if strings.HasPrefix(path, "/dev/mapper/") {
+		if k, ok := sb.ByDMName(strings.TrimPrefix(path, "/dev/mapper/")); ok {
+			return k
+		}
+	}
+	return filepath.Base(path)
+}
+
+// sysfsLVMArrays finds LVM RAID LVs without LVM's report: a dm device whose
+// slaves include "<its name>_rimage_N" devices.
+func sysfsLVMArrays(root string, sb *SysBlock) []Array {
+	var out []Array
+	names := make([]string, 0, len(sb.Devs))
+	for n := range sb.Devs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		d := sb.Devs[k]
+		if d.DMName == "" {
+			continue
+		}
+		vg, lv, ok := SplitDMName(d.DMName)
+		if !ok {
+			continue
+		}
+		prefix := d.DMName + "_rimage_"
+		a := Array{Name: vg + "/" + lv, Kind: "lvm", Device: k, SyncProgress: -1, IntegrityMismatches: -1}
+		byDisk := map[string]int{}
+		var imgs []string
+		for _, s := range d.Slaves {
+			sd, ok := sb.Devs[s]
+			if !ok || !strings.HasPrefix(sd.DMName, prefix) || strings.ContainsAny(strings.TrimPrefix(sd.DMName, prefix), "_") {
+				continue
+			}
+			imgs = append(imgs, s)
+		}
+		sort.Slice(imgs, func(i, j int) bool {
+			return atoiOr(strings.TrimPrefix(sb.Devs[imgs[i]].DMName, prefix), 0) < atoiOr(strings.TrimPrefix(sb.Devs[imgs[j]].DMName, prefix), 0)
+		})
+		for _, s := range imgs {
+			_, img, _ := SplitDMName(sb.Devs[s].DMName)
+			a.Images++
+			leaves := sb.Leaves(s)
+			if len(leaves) == 0 {
+				a.Members = append(a.Members, Member{Images: []string{img}, Missing: true, IntegrityMismatches: -1})
+				a.Degraded = true
+				a.Problems = append(a.Problems, Problem{Critical, fmt.Sprintf("%s: image %s sits on no disk (error target: PV missing?)", a.Name, img)})
+				continue
+			}
+			for _, leaf := range leaves {
+				i, ok := byDisk[leaf]
+				if !ok {
+					i = len(a.Members)
+					byDisk[leaf] = i
+					a.Members = append(a.Members, Member{Disk: leaf, ID: StableID(root, sb.Disk(leaf)), IntegrityMismatches: -1})
+				}
+				a.Members[i].Images = append(a.Members[i].Images, img)
+			}
+		}
+		if a.Images > 0 {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func mdArrays(root string, sb *SysBlock) []Array {
+	var out []Array
+	names := make([]string, 0)
+	for n := range sb.Devs {
+		if strings.HasPrefix(n, "md") {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		md, ok := readMD(root, n)
+		if !ok {
+			continue
+		}
+		a := Array{Name: n, Kind: "md", Level: md.Level, Device: n, Images: md.RaidDisks, SyncProgress: -1, IntegrityMismatches: -1}
+		slaves := sb.Devs[n].Slaves
+		for _, s := range slaves {
+			state := md.Members[s]
+			if strings.Contains(state, "spare") && !strings.Contains(state, "in_sync") {
+				continue // a hot spare reads nothing until a rebuild; not a member to compare
+			}
+			for _, leaf := range sb.Leaves(s) {
+				a.Members = append(a.Members, Member{Disk: leaf, ID: StableID(root, sb.Disk(leaf)), Images: []string{s}, IntegrityMismatches: -1})
+			}
+			if strings.Contains(state, "faulty") {
+				a.Problems = append(a.Problems, Problem{Critical, fmt.Sprintf("%s: member %s is faulty", n, s)})
+				a.Degraded = true
+			}
+		}
+		if md.Degraded > 0 {
+			a.Degraded = true
+			a.Problems = append(a.Problems, Problem{Critical, fmt.Sprintf("%s: degraded: %d of %d devices missing", n, md.Degraded, md.RaidDisks)})
+			for i := 0; i < md.Degraded; i++ {
+				a.Members = append(a.Members, Member{Images: []string{fmt.Sprintf("slot%d", md.RaidDisks-md.Degraded+i)}, Missing: true, IntegrityMismatches: -1})
+			}
+		}
+		if md.ArrayState != "" && md.ArrayState != "clean" && md.ArrayState != "active" && md.ArrayState != "active-idle" && md.ArrayState != "write-pending" {
+			a.Problems = append(a.Problems, Problem{Critical, fmt.Sprintf("%s: array_state %s", n, md.ArrayState)})
+		}
+		switch md.SyncAction {
+		case "", "idle", "frozen":
+		case "check":
+			a.SyncAction, a.SyncProgress = md.SyncAction, md.SyncProgress
+		default:
+			a.Syncing, a.SyncAction, a.SyncProgress = true, md.SyncAction, md.SyncProgress
+			a.Problems = append(a.Problems, Problem{Warning, fmt.Sprintf("%s: %s in progress, %.1f%% done (skew is not judged meanwhile)", n, md.SyncAction, 100*max(md.SyncProgress, 0))})
+		}
+		if md.MismatchCnt > 0 && md.SyncAction != "check" {
+			a.Problems = append(a.Problems, Problem{Warning, fmt.Sprintf("%s: mismatch_cnt %d after the last check", n, md.MismatchCnt)})
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func atoi64(s string) int64 { return atoi64Or(s, 0) }
+
+func atoi64Or(s string, def int64) int64 {
+	var n int64
+	if _, err := fmt.Sscan(strings.TrimSpace(s), &n); err != nil {
+		return def
+	}
+	return n
+}

@@ -1,0 +1,161 @@
+package playbooks
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func mustParse(t *testing.T, src string) *Playbook {
+	t.Helper()
+	pb, err := Parse("test.yaml", []byte(src))
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	return pb
+}
+
+// A user's playbook with a typo'd key gets file:line:column and a suggestion.
+func TestParseTypoGivesLineColumnAndSuggestion(t *testing.T) {
+	src := `name: mine
+steps:
+  - name: first
+    shell: [true]
+  - name: second
+    shell: [sleep, "1"]
+    timout: 5m
+`
+	_, err := Parse("mine.yaml", []byte(src))
+	if err == nil {
+		t.Fatal("a typo'd key must be an error")
+	}
+	var list *ErrorList
+	if !errors.As(err, &list) || len(*list) != 1 {
+		t.Fatalf("want one positioned error, got %v", err)
+	}
+	e := (*list)[0]
+	if e.Pos.Line != 7 || e.Pos.Column != 5 {
+		t.Errorf("position %d:%d, want 7:5", e.Pos.Line, e.Pos.Column)
+	}
+	msg := err.Error()
+	for _, want := range []string{"mine.yaml:7:5:", `unknown key "timout"`, `did you mean "timeout"?`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q lacks %q", msg, want)
+		}
+	}
+}
+
+func TestParseCollectsEveryErrorInFileOrder(t *testing.T) {
+	src := `name: mine
+params:
+  - name: x
+    defualt: 1
+steps:
+  - name: a
+    shell: [true]
+    retries: many
+  - name: b
+    tbhost: "lvm status"
+`
+	_, err := Parse("f.yaml", []byte(src))
+	if err == nil {
+		t.Fatal("want errors")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("want 3 errors, got %d:\n%v", len(lines), err)
+	}
+	for i, want := range []string{"f.yaml:4:5: unknown key \"defualt\"", "f.yaml:8:14: retries must be a whole number", "f.yaml:10:13: tbhost must be a list of arguments"} {
+		if !strings.HasPrefix(lines[i], want) {
+			t.Errorf("error %d = %q, want prefix %q", i, lines[i], want)
+		}
+	}
+}
+
+func TestParseSyntaxErrorHasLine(t *testing.T) {
+	_, err := Parse("bad.yaml", []byte("name: x\nsteps:\n  - name: a: b\n    shell: [true]\n"))
+	if err == nil || !strings.HasPrefix(err.Error(), "bad.yaml:3: YAML syntax:") {
+		t.Fatalf("got %v, want bad.yaml:3: YAML syntax: ...", err)
+	}
+}
+
+func TestParseRejectsAmbiguousOrEmptySteps(t *testing.T) {
+	for name, src := range map[string]string{
+		"both":     "name: x\nsteps:\n  - name: a\n    shell: [true]\n    tbhost: [lvm, status]\n",
+		"nothing":  "name: x\nsteps:\n  - name: a\n",
+		"no name":  "name: x\nsteps:\n  - shell: [true]\n",
+		"no steps": "name: x\n",
+		"check":    "name: x\nsteps:\n  - name: a\n    shell: [true]\n    skip_if: {}\n",
+		"require":  "name: x\nsteps:\n  - name: a\n    shell: [true]\n    require:\n      - exists: /x\n",
+		"status":   "name: x\nnagios: true\nsteps:\n  - name: a\n    shell: [true]\n    exit_status: {1: BAD}\n",
+	} {
+		if _, err := Parse("x.yaml", []byte(src)); err == nil {
+			t.Errorf("%s: want an error", name)
+		}
+	}
+}
+
+func TestParseFullStep(t *testing.T) {
+	pb := mustParse(t, `name: full
+nagios: true
+params:
+  - name: dev
+    type: list
+    default: [/dev/a, /dev/b]
+steps:
+  - name: s
+    description: d
+    when: "true"
+    skip_if: {exists: /done}
+    require:
+      - shell: [test, -e, /x]
+        message: make /x
+    confirm: {prompt: "go?", word: apply}
+    hold_file: /hold
+    load: {tbhost: [bench, probe], optional: true}
+    timeout: 90s
+    retries: 2
+    retry_delay: 1s
+    ok_codes: [0, 3]
+    exit_status: {1: critical}
+    tbhost: [lvm, status]
+`)
+	s := pb.Steps[0]
+	if *pb.Params[0].Default != "/dev/a,/dev/b" {
+		t.Errorf("list default %q", *pb.Params[0].Default)
+	}
+	if s.Timeout.Seconds() != 90 || s.Retries != 2 || s.Confirm.Word != "apply" || s.HoldFile.Value != "/hold" ||
+		!s.Load.Optional || s.SkipIf.Exists.Value != "/done" || s.Require[0].Message != "make /x" ||
+		s.ExitStatus[1] != StatusCritical || len(s.OKCodes) != 2 || s.Action.Tbhost[1].Value != "status" {
+		t.Errorf("step decoded wrong: %+v", s)
+	}
+}
+
+func TestEmbeddedPlaybooksParse(t *testing.T) {
+	names := EmbeddedNames()
+	if strings.Join(names, ",") != "health-check,pre-cutover,provision-host" {
+		t.Fatalf("embedded: %v", names)
+	}
+	for _, n := range names {
+		pb, err := Embedded(n)
+		if err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+		if pb.Name != n || pb.Description == "" {
+			t.Errorf("%s: name %q, description %q", n, pb.Name, pb.Description)
+		}
+		for _, s := range pb.Steps {
+			if s.Description == "" {
+				t.Errorf("%s: step %s is undocumented (show prints descriptions)", n, s.Name)
+			}
+		}
+		for _, p := range pb.Params {
+			if p.Description == "" {
+				t.Errorf("%s: parameter %s is undocumented", n, p.Name)
+			}
+		}
+	}
+	if _, err := Embedded("nope"); err == nil || !strings.Contains(err.Error(), "provision-host") {
+		t.Errorf("unknown embedded playbook: %v (must list the built-in ones)", err)
+	}
+}

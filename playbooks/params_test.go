@@ -1,0 +1,129 @@
+package playbooks
+
+import (
+	"strings"
+	"testing"
+)
+
+const paramsPB = `name: p
+params:
+  - name: hdd
+    type: list
+    default: []
+  - name: size
+    type: size
+    default: ""
+  - name: mode
+    default: journal
+    choices: [journal, bitmap]
+  - name: wait
+    type: bool
+    default: false
+  - name: dir
+    type: path
+    default: /srv
+  - name: must
+    required: true
+  - name: id
+    pattern: "[a-z]+[0-9]"
+    default: sda1
+steps:
+  - name: s
+    shell: [x, '{{opt "--hdd" .hdd}}', '{{opt "--size" .size}}', '{{opt "--wait" .wait}}', "{{args .hdd}}", '{{if .wait}}w{{end}}', "", "{{.dir}}/t"]
+`
+
+func TestResolveTypesAndErrors(t *testing.T) {
+	pb := mustParse(t, paramsPB)
+	vals, err := Resolve(pb, map[string][]string{"must": {"m"}, "hdd": {"/dev/a,/dev/b", "/dev/c"}, "wait": {"true"}, "size": {"1GiB"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(vals["hdd"].([]string), " "); got != "/dev/a /dev/b /dev/c" {
+		t.Errorf("list %q", got)
+	}
+	argv, err := renderArgv(pb.Steps[0].Action.Shell, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"x", "--hdd", "/dev/a", "--hdd", "/dev/b", "--hdd", "/dev/c", "--size", "1GiB", "--wait", "/dev/a", "/dev/b", "/dev/c", "w", "", "/srv/t"}
+	if strings.Join(argv, "|") != strings.Join(want, "|") {
+		t.Errorf("argv %q\nwant %q", argv, want)
+	}
+	vals, _ = Resolve(pb, map[string][]string{"must": {"m"}})
+	argv, _ = renderArgv(pb.Steps[0].Action.Shell, vals)
+	if strings.Join(argv, "|") != "x||/srv/t" { // opt and empty templates vanish, a literal '' stays
+		t.Errorf("empty values: %q", argv)
+	}
+	for name, set := range map[string]map[string][]string{
+		"required missing": {},
+		"unknown param":    {"must": {"m"}, "hddd": {"x"}},
+		"bad choice":       {"must": {"m"}, "mode": {"fast"}},
+		"bad size":         {"must": {"m"}, "size": {"lots"}},
+		"bad bool":         {"must": {"m"}, "wait": {"maybe"}},
+		"relative path":    {"must": {"m"}, "dir": {"srv"}},
+		"pattern":          {"must": {"m"}, "id": {"SDA"}},
+		"twice":            {"must": {"m", "n"}},
+	} {
+		if _, err := Resolve(pb, set); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if _, err := Resolve(pb, map[string][]string{"hddd": {"x"}}); err == nil || !strings.Contains(err.Error(), "hdd, size") {
+		t.Errorf("unknown parameter error must list the parameters: %v", err)
+	}
+}
+
+func TestParseSet(t *testing.T) {
+	m, err := ParseSet([]string{"a=1", "a=2", "b=x=y", "c="})
+	if err != nil || len(m["a"]) != 2 || m["b"][0] != "x=y" || m["c"][0] != "" {
+		t.Fatalf("%v %v", m, err)
+	}
+	if _, err := ParseSet([]string{"novalue"}); err == nil {
+		t.Error("want an error without =")
+	}
+}
+
+func TestValidateTemplatesAndCommands(t *testing.T) {
+	src := `name: v
+params:
+  - name: plan
+    default: /p
+steps:
+  - name: a
+    tbhost: [lvm, apply, "{{.plann}}"]
+  - name: b
+    tbhost: [lvm, destroy]
+  - name: b
+    shell: ["mkfs.ext4 -F", /dev/x]
+  - name: c
+    tbhost: [bench, probe]
+    optional: true
+  - name: d
+    when: "maybe"
+    shell: [bash, -c, "true"]
+`
+	pb := mustParse(t, src)
+	warns, err := Validate(pb, fakeCommands{"lvm apply": true, "lvm status": true})
+	if err == nil {
+		t.Fatal("want errors")
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		`v.yaml:7:26: step a: tbhost: template "{{.plann}}": no parameter "plann"`,
+		`v.yaml:9:14: step b: no command "lvm destroy"`,
+		`step name "b" used twice`,
+		`program "mkfs.ext4 -F" contains a space`,
+		`step d: when: when "maybe" gave "maybe", want true or false`,
+	} {
+		if !strings.Contains(strings.ReplaceAll(msg, "test.yaml", "v.yaml"), want) {
+			t.Errorf("errors lack %q:\n%s", want, msg)
+		}
+	}
+	var w []string
+	for _, x := range warns {
+		w = append(w, x.Error())
+	}
+	if ws := strings.Join(w, "\n"); !strings.Contains(ws, `no command "bench probe"`) || !strings.Contains(ws, "optional") || !strings.Contains(ws, "bash is missing") {
+		t.Errorf("warnings: %s", ws)
+	}
+}

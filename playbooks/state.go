@@ -1,0 +1,206 @@
+package playbooks
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Step statuses in the state file, the log and the summary.
+const (
+	StepDone        = "done"
+	StepSkipped     = "skipped"
+	StepFailed      = "failed"
+	StepRefused     = "refused"
+	StepInterrupted = "interrupted"
+	StepNotRun      = "not-run"
+)
+
+// StepState is what the state file remembers about one step.
+type StepState struct {
+	Name     string    `json:"name"`
+	Status   string    `json:"status"`
+	Reason   string    `json:"reason,omitempty"`
+	ExitCode *int      `json:"exit_code,omitempty"`
+	Nagios   string    `json:"nagios,omitempty"`
+	Attempts int       `json:"attempts,omitempty"`
+	Start    time.Time `json:"start,omitzero"`
+	End      time.Time `json:"end,omitzero"`
+}
+
+// Completed reports whether a resumed run may skip this step.
+func (s StepState) Completed() bool { return s.Status == StepDone || s.Status == StepSkipped }
+
+// State is the state file of a playbook: the last run and where it got to.
+type State struct {
+	Playbook     string      `json:"playbook"`
+	File         string      `json:"file"`
+	PlaybookHash string      `json:"playbook_sha256"`
+	ParamsHash   string      `json:"params_sha256"`
+	Params       []string    `json:"params"`
+	RunID        string      `json:"run_id"`
+	Status       string      `json:"status"` // running, done, failed, refused, interrupted
+	Current      string      `json:"current_step,omitempty"`
+	Started      time.Time   `json:"started"`
+	Updated      time.Time   `json:"updated"`
+	Steps        []StepState `json:"steps"`
+}
+
+// Hashes returns the SHA-256 of the playbook's source and of its resolved
+// parameters: a resumed run compares them with the state file.
+func Hashes(pb *Playbook, vals Values) (playbook, params string) {
+	a := sha256.Sum256(pb.Source)
+	b := sha256.Sum256([]byte(strings.Join(vals.Canonical(pb), "\n")))
+	return hex.EncodeToString(a[:]), hex.EncodeToString(b[:])
+}
+
+// Store is the directory holding one playbook's state file, log and lock.
+type Store struct{ Dir string }
+
+// Paths of the store's files.
+func (s Store) StatePath() string { return filepath.Join(s.Dir, "state.json") }
+
+// LogPath is the append-only JSON-lines log of every run.
+func (s Store) LogPath() string { return filepath.Join(s.Dir, "log.jsonl") }
+
+func (s Store) lockPath() string { return filepath.Join(s.Dir, "lock") }
+
+// Lock is the held lock of a store.
+type Lock struct{ f *os.File }
+
+// File is the open lock file. Steps inherit it, so a step that outlives a
+// killed tbhost (kill -9) keeps the playbook locked until it ends: a
+// --resume cannot start the same work twice.
+func (l *Lock) File() *os.File { return l.f }
+
+// Unlock releases the lock (children that inherited it may still hold it).
+func (l *Lock) Unlock() { _ = l.f.Close() }
+
+// Lock takes the store's exclusive lock so two runs of one playbook never
+// overlap. It fails at once when another run holds it.
+func (s Store) Lock() (*Lock, error) {
+	if err := os.MkdirAll(s.Dir, 0o750); err != nil {
+		return nil, fmt.Errorf("state directory %s: %w (choose another with --state-dir)", s.Dir, err)
+	}
+	f, err := os.OpenFile(s.lockPath(), os.O_CREATE|os.O_RDWR, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", s.lockPath(), err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("another run of this playbook is in progress (lock %s is held; after a killed run, a step it started may still be finishing: wait for it and retry)", s.lockPath())
+		}
+		return nil, fmt.Errorf("lock %s: %w", s.lockPath(), err)
+	}
+	return &Lock{f: f}, nil
+}
+
+// Load reads the state file; (nil, nil) when there is none yet.
+func (s Store) Load() (*State, error) {
+	b, err := os.ReadFile(s.StatePath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read state: %w", err)
+	}
+	var st State
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("state file %s is damaged (%v): move it away to start afresh", s.StatePath(), err)
+	}
+	return &st, nil
+}
+
+// Save writes the state file atomically (temporary file, fsync, rename).
+func (s Store) Save(st *State) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode state: %w", err)
+	}
+	tmp, err := os.CreateTemp(s.Dir, ".state-*.json")
+	if err != nil {
+		return fmt.Errorf("write state: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write state %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("sync state: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write state: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), s.StatePath()); err != nil {
+		return fmt.Errorf("write state: %w", err)
+	}
+	return nil
+}
+
+// Event is one line of the run log.
+type Event struct {
+	Time     time.Time `json:"time"`
+	Run      string    `json:"run"`
+	Event    string    `json:"event"` // run-start, check, confirm, hold, step, run-end
+	Playbook string    `json:"playbook,omitempty"`
+	Step     string    `json:"step,omitempty"`
+	Kind     string    `json:"kind,omitempty"` // check: when, skip_if, require, load
+	Argv     []string  `json:"argv,omitempty"`
+	Start    time.Time `json:"start,omitzero"`
+	End      time.Time `json:"end,omitzero"`
+	ExitCode *int      `json:"exit_code,omitempty"`
+	Status   string    `json:"status,omitempty"`
+	Nagios   string    `json:"nagios,omitempty"`
+	Attempt  int       `json:"attempt,omitempty"`
+	Reason   string    `json:"reason,omitempty"`
+	Output   string    `json:"output_tail,omitempty"`
+	Hash     string    `json:"playbook_sha256,omitempty"`
+	Params   []string  `json:"params,omitempty"`
+}
+
+// Log appends events to the store's JSON-lines log.
+type Log struct{ f *os.File }
+
+// OpenLog opens the log for appending (O_APPEND: lines are never rewritten).
+func (s Store) OpenLog() (*Log, error) {
+	f, err := os.OpenFile(s.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("open log: %w", err)
+	}
+	return &Log{f: f}, nil
+}
+
+// Write appends one event as a line and syncs it.
+func (l *Log) Write(ev Event) error {
+	if l == nil {
+		return nil
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("encode log event: %w", err)
+	}
+	if _, err := l.f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("write log %s: %w", l.f.Name(), err)
+	}
+	return l.f.Sync()
+}
+
+// Close closes the log.
+func (l *Log) Close() error {
+	if l == nil {
+		return nil
+	}
+	return l.f.Close()
+}

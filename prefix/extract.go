@@ -1,0 +1,442 @@
+package prefix
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Batching of directory and manifest fsyncs (see Extract).
+const (
+	flushEntries = 256
+	flushEvery   = 250 * time.Millisecond
+)
+
+// ErrNoSpace: the store would not fit on its file system.
+var ErrNoSpace = errors.New("not enough free space in the store")
+
+// Progress receives extraction progress; it must be safe for concurrent use.
+type Progress interface {
+	Begin(files int, bytes int64)
+	Advance(bytes int64)                      // bytes copied into the store
+	Done(name string, bytes int64, err error) // one table finished, or failed
+	End()
+}
+
+// ExtractOptions configure Extract.
+type ExtractOptions struct {
+	Store string
+	Upto  Upto
+	// UptoByName overrides Upto per table (from a plan for a small store).
+	UptoByName map[string]Upto
+	Jobs       int  // parallel files; < 1 means 1
+	Force      bool // rewrite prefixes that are already valid
+	// Pause sleeps after each file: a test knob so a kill lands mid-run.
+	Pause time.Duration
+	// FreeSpace returns the bytes available to an unprivileged writer in dir;
+	// nil uses statfs.
+	FreeSpace func(dir string) (int64, error)
+	Progress  Progress // nil: silent
+}
+
+func (o ExtractOptions) uptoFor(name string) Upto {
+	if u, ok := o.UptoByName[name]; ok {
+		return u
+	}
+	return o.Upto
+}
+
+// Failure is a table that was reported and skipped.
+type Failure struct {
+	Name  string `json:"name"`
+	Path  string `json:"path"`
+	Error string `json:"error"`
+}
+
+// ExtractReport is what an extraction did.
+type ExtractReport struct {
+	Store        string    `json:"store"`
+	Upto         string    `json:"upto"`
+	Tables       int       `json:"tables"`  // tables found
+	Written      int       `json:"written"` // prefixes written this run
+	Skipped      int       `json:"skipped"` // already valid (resumed runs)
+	Failed       []Failure `json:"failed"`
+	BytesRead    int64     `json:"bytes_read"`    // from the tables
+	BytesWritten int64     `json:"bytes_written"` // prefix bytes into the store
+	NeededBytes  int64     `json:"needed_bytes"`  // on-disk space the run needed
+	FreeBytes    int64     `json:"free_bytes"`    // before the run
+	Seconds      float64   `json:"seconds"`
+}
+
+// Statfs returns the bytes available to unprivileged users on dir's file system.
+func Statfs(dir string) (int64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, fmt.Errorf("statfs %s: %w", dir, err)
+	}
+	return int64(st.Bavail) * int64(st.Bsize), nil
+}
+
+// PrefixPath is where a table's prefix lives in a store.
+func PrefixPath(store, table string) string { return filepath.Join(store, table+PrefixSuffix) }
+
+// Extract writes each parsed table's prefix into the store. Refused tables
+// (Parsed.Err) and tables that fail while copying are reported in the
+// report's Failed list and skipped; the error return is for the run itself
+// (store missing, not enough space, manifest unwritable, cancelled).
+func Extract(ctx context.Context, parsed []Parsed, opt ExtractOptions) (*ExtractReport, error) {
+	start := time.Now()
+	rep := &ExtractReport{Store: opt.Store, Upto: opt.Upto.String(), Tables: len(parsed), Failed: []Failure{}}
+	if len(opt.UptoByName) > 0 {
+		rep.Upto = "per plan"
+	}
+	st, err := os.Stat(opt.Store)
+	if err != nil {
+		return rep, fmt.Errorf("store directory %s: %w (mount the NVMe array there, or create the directory)", opt.Store, err)
+	}
+	if !st.IsDir() {
+		return rep, fmt.Errorf("store %s is not a directory", opt.Store)
+	}
+	if err := removeTemps(opt.Store); err != nil {
+		return rep, err
+	}
+	man, err := LoadManifest(opt.Store)
+	if err != nil {
+		return rep, err
+	}
+
+	var todo []Parsed
+	var need int64
+	for _, p := range parsed {
+		if p.Err != nil {
+			rep.Failed = append(rep.Failed, Failure{Name: p.Name, Path: p.Path, Error: p.Err.Error()})
+			continue
+		}
+		if !opt.Force && upToDate(opt.Store, p, opt.uptoFor(p.Name), man) {
+			rep.Skipped++
+			continue
+		}
+		todo = append(todo, p)
+		need += OnDisk(p.Layout.PrefixLen(opt.uptoFor(p.Name)))
+	}
+	need += int64(2 * 400 * (len(man) + len(todo))) // the manifest log and its compacted copy
+	rep.NeededBytes = need
+	free := opt.FreeSpace
+	if free == nil {
+		free = Statfs
+	}
+	if rep.FreeBytes, err = free(opt.Store); err != nil {
+		return rep, err
+	}
+	if len(todo) > 0 && need > rep.FreeBytes {
+		return rep, fmt.Errorf("%w: %s needs %d bytes for %d prefixes but has %d free; free space, use a larger store, or extract --upto sparse-index (see tbhost prefix plan)",
+			ErrNoSpace, opt.Store, need, len(todo), rep.FreeBytes)
+	}
+
+	log, err := openManifestLog(opt.Store)
+	if err != nil {
+		return rep, err
+	}
+	defer log.close()
+
+	var total int64
+	for _, p := range todo {
+		total += p.Layout.PrefixLen(opt.uptoFor(p.Name))
+	}
+	prog := opt.Progress
+	if prog == nil {
+		prog = nopProgress{}
+	}
+	prog.Begin(len(todo), total)
+	defer prog.End()
+
+	type result struct {
+		p     Parsed
+		entry ManifestEntry
+		read  int64
+		err   error
+	}
+	jobs := opt.Jobs
+	if jobs < 1 {
+		jobs = 1
+	}
+	work := make(chan Parsed)
+	results := make(chan result)
+	var wg sync.WaitGroup
+	for w := 0; w < jobs; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 1<<20)
+			for p := range work {
+				e, n, err := extractOne(ctx, p, opt.Store, opt.uptoFor(p.Name), buf, prog)
+				results <- result{p: p, entry: e, read: n, err: err}
+				if opt.Pause > 0 {
+					select {
+					case <-ctx.Done():
+					case <-time.After(opt.Pause):
+					}
+				}
+			}
+		}()
+	}
+	go func() {
+		defer close(work)
+		for _, p := range todo {
+			select {
+			case <-ctx.Done():
+				return
+			case work <- p:
+			}
+		}
+	}()
+	go func() { wg.Wait(); close(results) }()
+
+	// Durability, batched: each prefix is fsynced before its rename; the
+	// renames are made durable by one directory fsync per batch, and only
+	// then are the batch's manifest lines written and fsynced. A crash can
+	// lose a batch's lines (those prefixes are redone), never record a
+	// prefix whose rename is not on disk.
+	var pending []ManifestEntry
+	lastFlush := time.Now()
+	flush := func() error {
+		if len(pending) == 0 {
+			return nil
+		}
+		if err := syncDir(opt.Store); err != nil {
+			return err
+		}
+		for _, e := range pending {
+			if err := log.write(e); err != nil {
+				return err
+			}
+		}
+		pending = pending[:0]
+		lastFlush = time.Now()
+		return log.sync()
+	}
+	var logErr error
+	for r := range results {
+		rep.BytesRead += r.read
+		if r.err != nil {
+			rep.Failed = append(rep.Failed, Failure{Name: r.p.Name, Path: r.p.Path, Error: r.err.Error()})
+			prog.Done(r.p.Name, 0, r.err)
+			continue
+		}
+		pending = append(pending, r.entry)
+		if logErr == nil && (len(pending) >= flushEntries || time.Since(lastFlush) >= flushEvery) {
+			logErr = flush()
+		}
+		man[r.entry.Name] = r.entry
+		rep.Written++
+		rep.BytesWritten += r.entry.Prefix
+		prog.Done(r.p.Name, r.entry.Prefix, nil)
+	}
+	if logErr == nil {
+		logErr = flush()
+	}
+	rep.Seconds = time.Since(start).Seconds()
+	if logErr != nil {
+		return rep, logErr
+	}
+	if err := ctx.Err(); err != nil {
+		return rep, fmt.Errorf("extract interrupted after %d prefixes (rerun to finish; finished prefixes are kept): %w", rep.Written, err)
+	}
+	// Compact the log once superseded lines make up half of it.
+	if manifestLines(opt.Store) > 2*len(man) {
+		if err := writeManifest(opt.Store, man); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+// upToDate: the manifest says this table (same size and mtime) was extracted at this level,
+// and a file of the recorded length is in place (renamed in only when whole).
+func upToDate(store string, p Parsed, upto Upto, man Manifest) bool {
+	e, ok := man[p.Name]
+	if !ok || e.Upto != upto.String() || e.Prefix != p.Layout.PrefixLen(upto) || e.Size != p.Layout.Size {
+		return false
+	}
+	// The path may differ (the set was remounted elsewhere): size and mtime
+	// identify the table, as in verify.
+	src, err := os.Stat(p.Path)
+	if err != nil || mtimeNS(src) != e.MtimeNS || src.Size() != e.Size {
+		return false
+	}
+	fi, err := os.Stat(PrefixPath(store, p.Name))
+	return err == nil && fi.Mode().IsRegular() && fi.Size() == e.Prefix
+}
+
+// removeTemps deletes temporary files left by an interrupted run.
+func removeTemps(store string) error {
+	ents, err := os.ReadDir(store)
+	if err != nil {
+		return fmt.Errorf("read store %s: %w", store, err)
+	}
+	for _, e := range ents {
+		if isTemp(e.Name()) {
+			if err := os.Remove(filepath.Join(store, e.Name())); err != nil {
+				return fmt.Errorf("remove leftover %s: %w", e.Name(), err)
+			}
+		}
+	}
+	return nil
+}
+
+func isTemp(name string) bool {
+	return strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp")
+}
+
+type countWriter struct {
+	n    int64
+	prog Progress
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	c.prog.Advance(int64(len(p)))
+	return len(p), nil
+}
+
+// extractOne copies one prefix into the store through a temporary file,
+// checking it against the header as it streams. It returns the bytes read.
+func extractOne(ctx context.Context, p Parsed, store string, upto Upto, buf []byte, prog Progress) (ManifestEntry, int64, error) {
+	l := p.Layout
+	plen := l.PrefixLen(upto)
+	src, err := os.Open(p.Path)
+	if err != nil {
+		return ManifestEntry{}, 0, fmt.Errorf("open table: %w", err)
+	}
+	defer src.Close()
+	before, err := src.Stat()
+	if err != nil {
+		return ManifestEntry{}, 0, fmt.Errorf("stat table: %w", err)
+	}
+	if before.Size() != l.Size {
+		return ManifestEntry{}, 0, fmt.Errorf("table changed since its header was read (size %d, now %d)", l.Size, before.Size())
+	}
+	tmp := filepath.Join(store, tmpName(p.Name))
+	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return ManifestEntry{}, 0, fmt.Errorf("create %s: %w", tmp, err)
+	}
+	fail := func(err error) (ManifestEntry, int64, error) {
+		out.Close()
+		os.Remove(tmp)
+		return ManifestEntry{}, 0, err
+	}
+	h := sha256.New()
+	check := l.NewChecker()
+	cw := &countWriter{prog: prog}
+	n, err := copyAndDigest(ctx, out, io.NewSectionReader(src, 0, plen), io.MultiWriter(h, check, cw), buf)
+	if err != nil {
+		return fail(fmt.Errorf("copy prefix of %s: %w", p.Path, err))
+	}
+	if n != plen {
+		return fail(fmt.Errorf("%w: read %d of %d prefix bytes", ErrTruncated, n, plen))
+	}
+	if err := check.Close(); err != nil {
+		return fail(err)
+	}
+	if err := out.Sync(); err != nil {
+		return fail(fmt.Errorf("fsync %s: %w", tmp, err))
+	}
+	if err := out.Close(); err != nil {
+		os.Remove(tmp)
+		return ManifestEntry{}, n, fmt.Errorf("close %s: %w", tmp, err)
+	}
+	after, err := src.Stat()
+	if err != nil || after.Size() != before.Size() || !after.ModTime().Equal(before.ModTime()) {
+		os.Remove(tmp)
+		return ManifestEntry{}, n, fmt.Errorf("table changed while its prefix was copied; rerun extract")
+	}
+	final := PrefixPath(store, p.Name)
+	if err := os.Rename(tmp, final); err != nil {
+		os.Remove(tmp)
+		return ManifestEntry{}, n, fmt.Errorf("rename into %s: %w", final, err)
+	}
+	abs, err := filepath.Abs(p.Path)
+	if err != nil {
+		return ManifestEntry{}, n, fmt.Errorf("absolute path of %s: %w", p.Path, err)
+	}
+	return ManifestEntry{
+		Name: p.Name, Source: abs, Size: before.Size(), MtimeNS: mtimeNS(before),
+		Upto: upto.String(), Prefix: plen, SHA256: hex.EncodeToString(h.Sum(nil)),
+		Extracted: time.Now().UTC().Format(time.RFC3339),
+	}, n, nil
+}
+
+// copyAndDigest copies r to out while a second goroutine feeds the same
+// bytes to digest (hash and checker), so hashing overlaps the I/O. buf is
+// split into three rotating chunks. It stops early on a digest error or a
+// cancelled context.
+func copyAndDigest(ctx context.Context, out io.Writer, r io.Reader, digest io.Writer, buf []byte) (int64, error) {
+	const nbuf = 3
+	size := len(buf) / nbuf
+	free := make(chan []byte, nbuf)
+	for i := 0; i < nbuf; i++ {
+		free <- buf[i*size : (i+1)*size]
+	}
+	full := make(chan []byte, nbuf)
+	digestErr := make(chan error, 1)
+	go func() {
+		var err error
+		for b := range full {
+			if err == nil {
+				_, err = digest.Write(b)
+			}
+			free <- b[:cap(b)]
+		}
+		digestErr <- err
+	}()
+	var n int64
+	var err error
+	for {
+		if err = ctx.Err(); err != nil {
+			break
+		}
+		b := <-free
+		m, rerr := io.ReadFull(r, b)
+		if m > 0 {
+			if _, werr := out.Write(b[:m]); werr != nil {
+				err = werr
+				free <- b
+				break
+			}
+			n += int64(m)
+			full <- b[:m]
+		} else {
+			free <- b
+		}
+		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+			break
+		}
+		if rerr != nil {
+			err = rerr
+			break
+		}
+	}
+	close(full)
+	if derr := <-digestErr; err == nil {
+		err = derr
+	}
+	return n, err
+}
+
+type nopProgress struct{}
+
+func (nopProgress) Begin(int, int64)          {}
+func (nopProgress) Advance(int64)             {}
+func (nopProgress) Done(string, int64, error) {}
+func (nopProgress) End()                      {}

@@ -1,0 +1,94 @@
+package prefix
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/tbhost/tbhost/prefix/prefixtest"
+)
+
+var fuzzNames = []string{"KRvK.rtbw", "KRvK.rtbz", "KQvKQ.rtbw", "KPvKP.rtbw", "KPvKP.rtbz", "KRPvKR.rtbw", "KPPvKP.rtbz", "KBNvK.rtbz", "KNvKP.rtbw", "KRvKP.rtbz"}
+
+func nameIndex(name string) uint8 {
+	for i, n := range fuzzNames {
+		if n == name {
+			return uint8(i)
+		}
+	}
+	return 0
+}
+
+// addSeed adds a table as a seed; a large one as its first 16 KiB with the
+// real size claimed (the parser reads only the header), so mutations stay fast.
+func addSeed(f *testing.F, b []byte, idx uint8) {
+	const keep = 16 << 10
+	if len(b) <= keep {
+		f.Add(b, idx, uint32(0))
+		return
+	}
+	f.Add(b[:keep], idx, uint32((len(b)-16)/64))
+}
+
+// FuzzParse feeds hostile bytes to the parser: it must never panic, never
+// read (so never allocate) more than its header bound, and anything it
+// accepts must be self-consistent. `go test` runs the seeds (synthetic and,
+// when present, real tables and their truncations); `go test -fuzz
+// FuzzParse ./prefix/` searches further.
+func FuzzParse(f *testing.F) {
+	for _, spec := range synthSpecs() {
+		tb, err := prefixtest.Build(spec)
+		if err != nil {
+			f.Fatal(err)
+		}
+		addSeed(f, tb.Bytes, nameIndex(spec.Name))
+	}
+	files, _ := filepath.Glob("../../shared/syzygy/tables/*.rtb[wz]")
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		name := filepath.Base(p)
+		fuzzNames := append(fuzzNames[:len(fuzzNames):len(fuzzNames)], name)
+		idx := nameIndex(name)
+		if fuzzNames[idx] != name {
+			continue // seed only names the target knows, so the seed means what it says
+		}
+		addSeed(f, b, idx)
+		f.Add(b[:len(b)/2], idx, uint32(0)) // truncated
+	}
+	f.Add([]byte("version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 80\n"), uint8(0), uint32(0))
+	f.Add([]byte("<html><body>404</body></html>"), uint8(1), uint32(0))
+	f.Add(bytes.Repeat([]byte{0xFF}, 208), uint8(2), uint32(1<<31))
+
+	f.Fuzz(func(t *testing.T, data []byte, nameIdx uint8, claim uint32) {
+		name := fuzzNames[int(nameIdx)%len(fuzzNames)]
+		size := int64(len(data))
+		if claim != 0 {
+			size = int64(claim)<<6 + 16 // a file that claims to be larger than the bytes behind it
+		}
+		cr := &countingReader{r: bytes.NewReader(data)}
+		l, err := Parse(name, cr, size)
+		if cr.read > maxHeader || cr.max > maxHeader {
+			t.Fatalf("read %d bytes (largest read %d), bound %d", cr.read, cr.max, maxHeader)
+		}
+		if err != nil {
+			if l != nil {
+				t.Fatal("layout returned with an error")
+			}
+			return
+		}
+		if l.Prefix%64 != 0 || l.Prefix < 64 || l.Prefix > size-16 || size%64 != 16 {
+			t.Fatalf("accepted prefix %d of size %d", l.Prefix, size)
+		}
+		if l.BytesRead != l.Header.Size || l.SparsePrefix > l.Prefix {
+			t.Fatalf("read %d, header %d, sparse prefix %d, prefix %d", l.BytesRead, l.Header.Size, l.SparsePrefix, l.Prefix)
+		}
+		checkSections(t, l)
+		if int64(len(data)) >= l.Prefix {
+			_ = l.CheckPrefixBytes(data[:l.Prefix]) // must not panic
+		}
+	})
+}

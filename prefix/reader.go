@@ -1,0 +1,152 @@
+package prefix
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+)
+
+// ErrNoPrefix: the store has no prefix for the table (the caller may fall
+// back to reading the table alone).
+var ErrNoPrefix = errors.New("no prefix in the store")
+
+// Reader serves a table through its prefix: reads below the prefix length
+// come from the prefix file (NVMe), the rest from the table (HDD), both with
+// pread; a read that straddles the boundary is split. Safe for concurrent use.
+type Reader struct {
+	table, prefix *os.File
+	layout        *Layout
+	plen          int64
+}
+
+// Open opens table through the prefix store at store. It refuses a prefix
+// whose length is not the table's full or sparse prefix, whose header bytes
+// differ from the table's, or, when the store's manifest records it, whose
+// table has changed size or mtime since extraction.
+func Open(tablePath, store string) (*Reader, error) {
+	r, err := OpenPrefix(tablePath, PrefixPath(store, baseName(tablePath)))
+	if err != nil {
+		return nil, err
+	}
+	man, err := LoadManifest(store)
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	if e, ok := man[r.layout.Name]; ok {
+		st, err := r.table.Stat()
+		if err != nil {
+			r.Close()
+			return nil, fmt.Errorf("stat %s: %w", tablePath, err)
+		}
+		if st.Size() != e.Size || mtimeNS(st) != e.MtimeNS || e.Prefix != r.plen {
+			r.Close()
+			return nil, fmt.Errorf("%s: stale prefix: the table changed since extraction (size %d -> %d, mtime %s -> %s) or the prefix was rewritten; rerun tbhost prefix extract",
+				tablePath, e.Size, st.Size(), formatNS(e.MtimeNS), formatNS(mtimeNS(st)))
+		}
+	}
+	return r, nil
+}
+
+func baseName(p string) string {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] == '/' {
+			return p[i+1:]
+		}
+	}
+	return p
+}
+
+// OpenPrefix opens table with the prefix file at prefixPath (no manifest):
+// the length and header checks of Open.
+func OpenPrefix(tablePath, prefixPath string) (*Reader, error) {
+	l, err := ParseFile(tablePath)
+	if err != nil {
+		return nil, err
+	}
+	table, err := os.Open(tablePath)
+	if err != nil {
+		return nil, fmt.Errorf("open table: %w", err)
+	}
+	pf, err := os.Open(prefixPath)
+	if err != nil {
+		table.Close()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s: %w (%s)", tablePath, ErrNoPrefix, prefixPath)
+		}
+		return nil, fmt.Errorf("open prefix: %w", err)
+	}
+	r := &Reader{table: table, prefix: pf, layout: l}
+	if err := r.check(prefixPath); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Reader) check(prefixPath string) error {
+	st, err := r.prefix.Stat()
+	if err != nil {
+		return fmt.Errorf("stat prefix: %w", err)
+	}
+	r.plen = st.Size()
+	l := r.layout
+	if r.plen != l.Prefix && r.plen != l.SparsePrefix {
+		return fmt.Errorf("%s: prefix is %d bytes, the table header says %d (full) or %d (sparse): truncated or foreign prefix; rerun tbhost prefix extract", prefixPath, r.plen, l.Prefix, l.SparsePrefix)
+	}
+	head := make([]byte, l.Header.Size)
+	if _, err := r.prefix.ReadAt(head, 0); err != nil {
+		return fmt.Errorf("read prefix header %s: %w", prefixPath, err)
+	}
+	if !bytes.Equal(head, l.head) {
+		return fmt.Errorf("%s: prefix header bytes differ from the table's: stale or foreign prefix; rerun tbhost prefix extract --force", prefixPath)
+	}
+	return nil
+}
+
+// Layout is the table's layout as parsed at open time.
+func (r *Reader) Layout() *Layout { return r.layout }
+
+// PrefixLen is how many leading bytes are served from the prefix file.
+func (r *Reader) PrefixLen() int64 { return r.plen }
+
+// Size is the table's size.
+func (r *Reader) Size() int64 { return r.layout.Size }
+
+// ReadAt implements io.ReaderAt over the whole table.
+func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("%s: read at negative offset %d", r.layout.Name, off)
+	}
+	if off >= r.layout.Size {
+		return 0, io.EOF
+	}
+	n := 0
+	if off < r.plen {
+		k := int(min(int64(len(p)), r.plen-off))
+		m, err := r.prefix.ReadAt(p[:k], off)
+		n += m
+		if m < k {
+			if err == nil || errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF // the prefix shrank under us
+			}
+			return n, fmt.Errorf("%s: read prefix: %w", r.layout.Name, err)
+		}
+	}
+	if n < len(p) {
+		m, err := r.table.ReadAt(p[n:], off+int64(n))
+		n += m
+		if err != nil {
+			return n, err // io.EOF at the end of the table, as os.File
+		}
+	}
+	return n, nil
+}
+
+// Close closes both files.
+func (r *Reader) Close() error {
+	return errors.Join(r.prefix.Close(), r.table.Close())
+}

@@ -1,0 +1,302 @@
+package prefix
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Finding kinds reported by Verify.
+const (
+	FindMissing     = "missing"      // a table has no prefix in the store
+	FindExtra       = "extra"        // a prefix (or leftover temp file) with no table
+	FindTruncated   = "truncated"    // shorter than recorded
+	FindWrongLength = "wrong-length" // longer than recorded, or not the table's prefix length
+	FindStale       = "stale"        // the table changed since extraction
+	FindCorrupt     = "corrupt"      // prefix bytes differ from what was extracted
+	FindUnrecorded  = "unrecorded"   // a prefix the manifest does not know (fast path)
+	FindBadTable    = "bad-table"    // the table itself is refused by the parser
+)
+
+// Finding is one problem verify found.
+type Finding struct {
+	Kind   string `json:"kind"`
+	Name   string `json:"name"` // table name
+	Path   string `json:"path"` // the file concerned
+	Detail string `json:"detail"`
+}
+
+func (f Finding) String() string {
+	return fmt.Sprintf("%s %s: %s (%s)", strings.ToUpper(f.Kind), f.Name, f.Detail, f.Path)
+}
+
+// VerifyOptions configure Verify.
+type VerifyOptions struct {
+	Store string
+	Full  bool // reread the tables' prefix bytes and compare (HDD reads)
+	Jobs  int
+}
+
+// VerifyReport is the result of Verify; Findings is empty when all is well.
+type VerifyReport struct {
+	Store     string    `json:"store"`
+	Full      bool      `json:"full"`
+	Tables    int       `json:"tables"`
+	OK        int       `json:"ok"`
+	BytesRead int64     `json:"bytes_read"` // store bytes hashed (+ table bytes with --full)
+	Findings  []Finding `json:"findings"`
+}
+
+// Verify checks the store against the tables. The fast path reads only the
+// store (NVMe): each prefix is hashed and compared with the manifest, checked
+// against the header it carries, and its table's size and mtime are compared
+// with the manifest (stat only). Full also rereads each table's prefix bytes.
+func Verify(ctx context.Context, sources []Source, opt VerifyOptions) (*VerifyReport, error) {
+	rep := &VerifyReport{Store: opt.Store, Full: opt.Full, Tables: len(sources), Findings: []Finding{}}
+	if st, err := os.Stat(opt.Store); err != nil || !st.IsDir() {
+		return rep, fmt.Errorf("store directory %s: not a readable directory (%v)", opt.Store, err)
+	}
+	man, err := LoadManifest(opt.Store)
+	if err != nil {
+		return rep, err
+	}
+	jobs := opt.Jobs
+	if jobs < 1 {
+		jobs = 1
+	}
+	findings := make([][]Finding, len(sources))
+	read := make([]int64, len(sources))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < jobs; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				if ctx.Err() != nil {
+					continue
+				}
+				e, has := man[sources[i].Name]
+				findings[i], read[i] = verifyOne(sources[i], opt.Store, e, has, opt.Full)
+			}
+		}()
+	}
+	for i := range sources {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return rep, fmt.Errorf("verify interrupted: %w", err)
+	}
+	for i := range sources {
+		rep.BytesRead += read[i]
+		if len(findings[i]) == 0 {
+			rep.OK++
+		}
+		rep.Findings = append(rep.Findings, findings[i]...)
+	}
+
+	// Extras: prefixes whose table is not among the sources, and leftovers.
+	known := map[string]bool{}
+	for _, s := range sources {
+		known[s.Name] = true
+	}
+	ents, err := os.ReadDir(opt.Store)
+	if err != nil {
+		return rep, fmt.Errorf("read store %s: %w", opt.Store, err)
+	}
+	for _, d := range ents {
+		name := d.Name()
+		path := filepath.Join(opt.Store, name)
+		switch {
+		case isTemp(name):
+			rep.Findings = append(rep.Findings, Finding{FindExtra, strings.TrimSuffix(strings.TrimPrefix(name, "."), PrefixSuffix+".tmp"), path,
+				"temporary file left by an interrupted extract; rerun extract (it removes these)"})
+		case strings.HasSuffix(name, PrefixSuffix) && !known[strings.TrimSuffix(name, PrefixSuffix)]:
+			rep.Findings = append(rep.Findings, Finding{FindExtra, strings.TrimSuffix(name, PrefixSuffix), path,
+				"prefix of a table that is not in the table directories; remove it, or add the table's directory"})
+		}
+	}
+	sort.SliceStable(rep.Findings, func(i, j int) bool { return rep.Findings[i].Name < rep.Findings[j].Name })
+	return rep, nil
+}
+
+func verifyOne(src Source, store string, e ManifestEntry, has, full bool) ([]Finding, int64) {
+	var out []Finding
+	add := func(kind, path, format string, a ...any) {
+		out = append(out, Finding{Kind: kind, Name: src.Name, Path: path, Detail: fmt.Sprintf(format, a...)})
+	}
+	ppath := PrefixPath(store, src.Name)
+	pst, err := os.Stat(ppath)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			add(FindMissing, ppath, "cannot stat the prefix: %v", err)
+			return out, 0
+		}
+		if _, perr := ParseFile(src.Path); perr != nil {
+			add(FindBadTable, src.Path, "no prefix, and the table itself is refused: %v", perr)
+		} else {
+			add(FindMissing, ppath, "no prefix in the store; run tbhost prefix extract")
+		}
+		return out, 0
+	}
+	tst, err := os.Stat(src.Path)
+	if err != nil {
+		add(FindBadTable, src.Path, "cannot stat the table: %v", err)
+		return out, 0
+	}
+	if !has {
+		if !full {
+			add(FindUnrecorded, ppath, "the manifest has no entry for this prefix: run verify --full to compare it with the table, or extract again to record it")
+			return out, 0
+		}
+		l, err := ParseFile(src.Path)
+		if err != nil {
+			add(FindBadTable, src.Path, "%v", err)
+			return out, 0
+		}
+		if pst.Size() != l.Prefix && pst.Size() != l.SparsePrefix {
+			add(FindWrongLength, ppath, "prefix is %d bytes; the table's prefix is %d (or %d sparse)", pst.Size(), l.Prefix, l.SparsePrefix)
+			return out, 0
+		}
+		same, n, err := sameBytes(ppath, src.Path, pst.Size())
+		if err != nil {
+			add(FindCorrupt, ppath, "%v", err)
+		} else if !same {
+			add(FindStale, ppath, "prefix bytes differ from the table's first %d bytes; remove %s and rerun extract", pst.Size(), ppath)
+		}
+		return out, n
+	}
+
+	if tst.Size() != e.Size || mtimeNS(tst) != e.MtimeNS {
+		add(FindStale, src.Path, "table changed since extraction (size %d -> %d, mtime %s -> %s); rerun extract",
+			e.Size, tst.Size(), formatNS(e.MtimeNS), formatNS(mtimeNS(tst)))
+	}
+	switch {
+	case pst.Size() < e.Prefix:
+		add(FindTruncated, ppath, "prefix is %d bytes, %d were extracted; rerun extract (it rewrites prefixes of the wrong length)", pst.Size(), e.Prefix)
+		return out, 0
+	case pst.Size() > e.Prefix:
+		add(FindWrongLength, ppath, "prefix is %d bytes, %d were extracted; rerun extract (it rewrites prefixes of the wrong length)", pst.Size(), e.Prefix)
+		return out, 0
+	}
+	// The store's own bytes: hash them and check them against the header they carry.
+	sum, n, cerr := hashAndCheck(ppath, src.Name, e)
+	read := n
+	switch {
+	case cerr != nil:
+		add(FindCorrupt, ppath, "%v; remove %s and rerun extract", cerr, ppath)
+	case sum != e.SHA256:
+		add(FindCorrupt, ppath, "SHA-256 %s, the manifest recorded %s; remove %s and rerun extract", sum, e.SHA256, ppath)
+	}
+	if full {
+		l, err := ParseFile(src.Path)
+		if err != nil {
+			add(FindBadTable, src.Path, "%v", err)
+			return out, read
+		}
+		if l.PrefixLen(uptoOf(e.Upto)) != e.Prefix {
+			add(FindStale, src.Path, "the table's %s prefix is now %d bytes, %d were extracted; rerun extract", e.Upto, l.PrefixLen(uptoOf(e.Upto)), e.Prefix)
+			return out, read
+		}
+		tsum, m, err := hashPrefix(src.Path, e.Prefix)
+		read += m
+		if err != nil {
+			add(FindBadTable, src.Path, "read table: %v", err)
+		} else if tsum != e.SHA256 {
+			add(FindStale, src.Path, "the table's first %d bytes hash to %s, the prefix was extracted as %s: the table changed; remove %s and rerun extract", e.Prefix, tsum, e.SHA256, ppath)
+		}
+	}
+	return out, read
+}
+
+func uptoOf(s string) Upto {
+	u, _ := ParseUpto(s)
+	return u
+}
+
+// hashAndCheck hashes a prefix file and checks it against the header it
+// carries (parsed with the recorded table size).
+func hashAndCheck(path, name string, e ManifestEntry) (string, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, fmt.Errorf("open prefix: %w", err)
+	}
+	defer f.Close()
+	l, err := Parse(name, f, e.Size)
+	if err != nil {
+		return "", 0, fmt.Errorf("prefix header does not parse: %w", err)
+	}
+	if l.PrefixLen(uptoOf(e.Upto)) != e.Prefix {
+		return "", 0, fmt.Errorf("the header in the prefix says %d bytes for --upto %s, the manifest %d", l.PrefixLen(uptoOf(e.Upto)), e.Upto, e.Prefix)
+	}
+	h := sha256.New()
+	check := l.NewChecker()
+	n, err := io.Copy(io.MultiWriter(h, check), io.NewSectionReader(f, 0, e.Prefix))
+	if err != nil {
+		return "", n, fmt.Errorf("read prefix: %w", err)
+	}
+	if err := check.Close(); err != nil {
+		return "", n, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+// hashPrefix hashes the first n bytes of a file.
+func hashPrefix(path string, n int64) (string, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	m, err := io.Copy(h, io.NewSectionReader(f, 0, n))
+	if err != nil {
+		return "", m, err
+	}
+	if m != n {
+		return "", m, fmt.Errorf("%w: %d of %d bytes", ErrTruncated, m, n)
+	}
+	return hex.EncodeToString(h.Sum(nil)), m, nil
+}
+
+// sameBytes compares the first n bytes of two files.
+func sameBytes(a, b string, n int64) (bool, int64, error) {
+	fa, err := os.Open(a)
+	if err != nil {
+		return false, 0, err
+	}
+	defer fa.Close()
+	fb, err := os.Open(b)
+	if err != nil {
+		return false, 0, err
+	}
+	defer fb.Close()
+	ba, bb := make([]byte, 1<<20), make([]byte, 1<<20)
+	var off int64
+	for off < n {
+		k := min(int64(len(ba)), n-off)
+		if _, err := fa.ReadAt(ba[:k], off); err != nil {
+			return false, off, err
+		}
+		if _, err := fb.ReadAt(bb[:k], off); err != nil {
+			return false, off, err
+		}
+		if !bytes.Equal(ba[:k], bb[:k]) {
+			return false, off + k, nil
+		}
+		off += k
+	}
+	return true, 2 * n, nil
+}
