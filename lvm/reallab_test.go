@@ -176,3 +176,35 @@ func TestRealLab512eVerifies(t *testing.T) {
 		t.Errorf("%+v", p.Arrays[0].Integrity)
 	}
 }
+
+// The free partition of a system disk (real guest sysfs): planned from the
+// snapshot exactly as in the guest, and the applied machine is not planned again.
+func TestRealLabPartitionsOfTheSystemDisk(t *testing.T) {
+	guest, err := LoadPlan(filepath.Join(realLab, "plan-partitions.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := blockdev.Read(context.Background(), blockdev.Options{Root: realTree("lab-guest-real-partitions")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := inv.Find("nvme0n1"); d.Role != blockdev.RoleSystem {
+		t.Errorf("nvme0n1 role %s", d.Role)
+	}
+	here := mustPlan(t, inv, PlanOptions{PrefixSize: 600 << 20})
+	if !reflect.DeepEqual(here.Commands, guest.Commands) || !reflect.DeepEqual(here.Arrays, guest.Arrays) {
+		t.Errorf("replayed plan differs:\n%v\n%v", here.Commands, guest.Commands)
+	}
+	if got := here.Arrays[1].Devices; len(got) != 2 || !strings.HasSuffix(got[0], "NVME1-part2") || !strings.HasSuffix(got[1], "NVME2-part2") {
+		t.Errorf("prefix on %v", got)
+	}
+	refused(t, inv, PlanOptions{NVMes: []string{"nvme0n1", "nvme1n1p2"}}, "nvme0n1 is the system disk (holds /boot on nvme0n1p1)")
+	refused(t, inv, PlanOptions{NVMes: []string{"nvme0n1p1", "nvme1n1p2"}}, "nvme0n1p1 is in use: mounted at /boot")
+	after, err := blockdev.Read(context.Background(), blockdev.Options{Root: realTree("lab-guest-real-partitions-applied")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := after.Find("nvme1n1p2"); p.PV == nil || p.PV.VG != "vg-nvme" || len(p.Holders) != 1 {
+		t.Errorf("nvme1n1p2 after apply: %+v", p)
+	}
+}
