@@ -1,13 +1,13 @@
 package integrity
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"time"
 
+	"path/filepath"
+
 	"github.com/prometheus/procfs/blockdevice"
-	"github.com/tbhost/tbhost/monitor"
 )
 
 // DiskCounters are the cumulative read counters of one disk in /proc/diskstats.
@@ -21,25 +21,31 @@ type DiskStatsSource interface {
 	Sample() (map[string]DiskCounters, error)
 }
 
-// ProcDiskstats samples ROOT/proc/diskstats through the monitor package
-// (prometheus/procfs underneath), so a fixture tree can stand in for /proc.
+// ProcDiskstats samples ROOT/proc/diskstats with prometheus/procfs, so a
+// fixture tree can stand in for /proc. (It does not go through the monitor
+// package: monitor folds integrity status into its health, so importing it
+// here would be a cycle.)
 type ProcDiskstats struct {
 	Root string // "/" for this host
 }
 
 // Sample implements DiskStatsSource.
 func (p ProcDiskstats) Sample() (map[string]DiskCounters, error) {
-	src, err := monitor.NewProcSource(p.Root, monitor.RealClock{})
+	root := p.Root
+	if root == "" {
+		root = "/"
+	}
+	fs, err := blockdevice.NewFS(filepath.Join(root, "proc"), filepath.Join(root, "sys"))
 	if err != nil {
 		return nil, fmt.Errorf("diskstats: %w", err)
 	}
-	s, err := src.Sample(context.Background())
+	stats, err := fs.ProcDiskstats()
 	if err != nil {
-		return nil, fmt.Errorf("diskstats: %w", err)
+		return nil, fmt.Errorf("diskstats under %s: %w", root, err)
 	}
-	out := make(map[string]DiskCounters, len(s.Devices))
-	for name, st := range s.Devices {
-		out[name] = DiskCounters{Reads: st.ReadIOs, ReadTicksMs: st.ReadTicks}
+	out := make(map[string]DiskCounters, len(stats))
+	for _, st := range stats {
+		out[st.DeviceName] = DiskCounters{Reads: st.ReadIOs, ReadTicksMs: st.ReadTicks}
 	}
 	return out, nil
 }
@@ -89,13 +95,12 @@ func (r BackoffRule) Next(cur int64, disks []string, prev, now map[string]DiskCo
 		if !ok1 || !ok2 || n.ReadTicksMs < p.ReadTicksMs {
 			continue // the disk vanished, or its counters were reset
 		}
-		// iostat's r_await, as the monitor computes it
-		r := monitor.ComputeRates(blockdevice.IOStats{ReadIOs: p.Reads, ReadTicks: p.ReadTicksMs},
-			blockdevice.IOStats{ReadIOs: n.Reads, ReadTicks: n.ReadTicksMs}, 1)
-		if r.Reads == 0 {
+		// iostat's r_await: read ticks / reads over the interval
+		reads := n.Reads - p.Reads
+		if n.Reads < p.Reads || reads == 0 {
 			continue // no reads: no r_await
 		}
-		aw := time.Duration(r.RAwaitMS * float64(time.Millisecond))
+		aw := time.Duration(float64(n.ReadTicksMs-p.ReadTicksMs) / float64(reads) * float64(time.Millisecond))
 		if aw > worst {
 			worst, d.WorstDisk = aw, disk
 		}
