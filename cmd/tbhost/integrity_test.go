@@ -193,3 +193,22 @@ func TestIntegrityScrubRefusals(t *testing.T) {
 		}
 	}
 }
+
+func TestIntegrityScrubSyncactionNeverRepairs(t *testing.T) {
+	rec := recordedLVS(t, "lvs-a-2.03.16-tables-clean.json", "vg-hdd/tables")
+	for _, f := range []string{"lvs-a-2.03.16-tables-check-running.json", "lvs-a-2.03.16-tables-clean.json"} {
+		b, _ := os.ReadFile("../../integrity/testdata/" + f)
+		rec.On(execx.Reply{Stdout: string(b)}, lvm.LVsArgv("vg-hdd/tables")...)
+	}
+	rec.On(execx.Reply{}, "lvm", "lvchange", "--syncaction", "check", "vg-hdd/tables")
+	// --budget bounds the wait: one poll (5 s) at most, then the check goes on in the kernel
+	code, out, stderr := runTB(t, rec, "integrity", "scrub", "--syncaction", "--budget", "1s", "vg-hdd/tables")
+	if code != 0 || !strings.Contains(out, "ran: lvm lvchange --syncaction check vg-hdd/tables") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	for _, c := range rec.Calls {
+		if strings.Contains(strings.Join(c, " "), "repair") {
+			t.Fatalf("ran %q", c)
+		}
+	}
+}
