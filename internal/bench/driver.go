@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -158,7 +157,7 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 				lat := end.Sub(begin)
 				warm := seq < load.Warmup
 				st.issued++
-				if ctx.Err() != nil && out.Err != nil && errors.Is(out.Err, ctx.Err()) {
+				if ctx.Err() != nil && out.Err != nil {
 					return // cut short by the run's end, not a failure of the target
 				}
 				if out.Err != nil && st.firstErr == "" {

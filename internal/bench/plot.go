@@ -76,6 +76,9 @@ func plotECDF(path string, r *Report, offset time.Duration) error {
 		if offset > 0 {
 			label += fmt.Sprintf(" (+%s)", offset)
 		}
+		if run.Failures > 0 {
+			label += fmt.Sprintf(" [%d of %d FAILED]", run.Failures, run.Requests)
+		}
 		leg.Add(label, line)
 		drawn++
 	}

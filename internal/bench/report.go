@@ -26,7 +26,7 @@ type Run struct {
 	Warmup         int64            `json:"warmup"`   // issued but not measured
 	Failures       int64            `json:"failures"`
 	WarmupFailures int64            `json:"warmup_failures"`
-	Statuses       map[string]int64 `json:"statuses,omitempty"` // HTTP status -> count ("error" = no response)
+	Statuses       map[string]int64 `json:"statuses,omitempty"` // HTTP status -> count ("no-answer": connection refused, timeout, ...)
 	RequestsPerSec float64          `json:"requests_per_sec"`
 	ElapsedSec     float64          `json:"elapsed_sec"`
 	// probe runs only
@@ -69,7 +69,7 @@ func newRun(name string, load Load, res *Result) Run {
 		for k, v := range res.Statuses {
 			key := strconv.Itoa(k)
 			if k == 0 {
-				key = "error"
+				key = "no-answer"
 			}
 			r.Statuses[key] = v
 		}
