@@ -6,7 +6,8 @@ package lab
 // real LVM RAID + dm-integrity): the array built without --stripes under a
 // read load is CRITICAL and names the idle disks; the correct array under
 // load is OK; without load it is not judged (exit 0); a missing member is
-// CRITICAL. Two boots, about 5 min on an idle 2-core machine.
+// CRITICAL. Two boots: 18 min on this shared 2-core machine at load ~18
+// (passed 2026-11-30 09:31), a few minutes when idle.
 
 import (
 	"encoding/json"
@@ -92,6 +93,9 @@ func TestMonitorScenario(t *testing.T) {
 		t.Fatalf("scenario exit %d (log %s)", r1.ExitCode, r1.LogPath)
 	}
 	exit := func(r *Result, n string) string { return strings.TrimSpace(string(r.Outputs[n+".exit"])) }
+	for _, n := range []string{"misbuilt", "balanced", "idle"} {
+		t.Logf("monitor check (%s): exit %s\n%s", n, exit(r1, n), r1.Outputs[n+".txt"])
+	}
 
 	// misbuilt under load: CRITICAL, and the idle disks (the second half of each image) named
 	if got := exit(r1, "misbuilt"); got != "2" {
@@ -139,6 +143,7 @@ func TestMonitorScenario(t *testing.T) {
 		again = append(again, d)
 	}
 	r2 := boot(t, Config{Name: "monitor-missing", WorkDir: work, Disks: again, Script: []byte(monitorMissingScript), Timeout: 20 * time.Minute})
+	t.Logf("monitor check (missing member): exit %s\n%s", exit(r2, "missing"), r2.Outputs["missing.txt"])
 	if got := exit(r2, "missing"); got != "2" || !strings.Contains(string(r2.Outputs["missing.txt"]), "has no disk") {
 		t.Errorf("missing member: exit %s, want 2 naming the image without a disk\n%s", got, r2.Outputs["missing.txt"])
 	}
