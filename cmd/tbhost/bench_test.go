@@ -51,6 +51,9 @@ func TestBenchHelpAndUsageErrors(t *testing.T) {
 		{"bench", "probe", "--tables", dir, "--raw"},
 		{"bench", "replay", "--log", "x", "--target", "http://127.0.0.1:1", "--warmup", "100%"},
 		{"bench", "nonsense"},
+		{"bench", "probe"},
+		{"bench", "replay", "--log", "x"},
+		{"bench", "serve"},
 	} {
 		if code, _, stderr := runTB(t, nil, args...); code != cliutil.ExitUsage {
 			t.Errorf("%v: exit %d, want 2 (stderr %q)", args, code, stderr)

@@ -70,7 +70,7 @@ func withMaxTime(ctx context.Context, d time.Duration) (context.Context, context
 }
 
 func tablesFlag() cli.Flag {
-	return &cli.StringSliceFlag{Name: "tables", Usage: "table directory `DIR` (searched recursively; repeat for several)", Required: true}
+	return &cli.StringSliceFlag{Name: "tables", Usage: "table directory `DIR` (searched recursively; repeat for several); required"}
 }
 
 func storeFlag() cli.Flag {
@@ -128,6 +128,9 @@ func probeConfig(c *cli.Context) (bench.ProbeConfig, bench.Mix, error) {
 }
 
 func loadTables(ctx context.Context, g *cliutil.Globals, dirs []string) (*bench.TableSet, error) {
+	if len(dirs) == 0 {
+		return nil, cliutil.Usagef("--tables DIR is required: the directory holding the .rtbw/.rtbz files (e.g. /srv/syzygy)")
+	}
 	set, err := bench.LoadTables(ctx, dirs)
 	if err != nil {
 		return nil, cliutil.CannotRun(err)
@@ -311,8 +314,8 @@ func replayCommand() *cli.Command {
    failures file (--failures, default DIR/failures.csv with --out, else
    ./bench-failures.csv, created only when something failed) and makes the exit code 1.`,
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "log", Usage: "request log `FILE` (- for stdin)", Required: true},
-			&cli.StringSliceFlag{Name: "target", Usage: "base `URL` of a tablebase server, e.g. http://127.0.0.1:9090 (repeat to compare)", Required: true},
+			&cli.StringFlag{Name: "log", Usage: "request log `FILE` (- for stdin); required"},
+			&cli.StringSliceFlag{Name: "target", Usage: "base `URL` of a tablebase server, e.g. http://127.0.0.1:9090 (repeat to compare); required"},
 			&cli.StringFlag{Name: "warmup", Value: "80%", Usage: "requests not measured: a count or a share of the log"},
 			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "per request; a request that takes longer fails"},
 			&cli.StringFlag{Name: "failures", Usage: "CSV `FILE` for failed requests (target, seq, path, status, error, latency_ms, warmup)"},
@@ -325,6 +328,9 @@ func runReplay(c *cli.Context) error {
 	g := cliutil.Get(c)
 	if c.Args().Present() {
 		return cliutil.Usagef("unexpected argument %q: give the log with --log", c.Args().First())
+	}
+	if c.String("log") == "" || len(c.StringSlice("target")) == 0 {
+		return cliutil.Usagef("--log FILE and --target URL are required (e.g. --log requests.log --target http://127.0.0.1:9090)")
 	}
 	warm, err := bench.ParseWarmup(c.String("warmup"))
 	if err != nil {
