@@ -61,6 +61,7 @@ type ProbeOptions struct {
 	Configs []ProbeConfig
 	Load    Load
 	Mix     Mix
+	Weight  Weighting // zero: by positions, all materials
 	Cache   CacheMode
 	// DropCachesPath is /proc/sys/vm/drop_caches (under --root in tests).
 	DropCachesPath string
@@ -107,7 +108,11 @@ func runProbeConfig(ctx context.Context, o ProbeOptions, c ProbeConfig) (Run, er
 	if err != nil {
 		return Run{}, err
 	}
-	p, err := newProber(o.Set.tables, readers, o.Mix, c.Parallel)
+	w := o.Weight
+	if w.By == "" {
+		w.By = "positions"
+	}
+	p, err := newProber(o.Set.tables, readers, o.Mix, c.Parallel, w)
 	if err != nil {
 		return Run{}, err
 	}

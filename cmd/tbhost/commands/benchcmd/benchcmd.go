@@ -214,6 +214,8 @@ func probeCommand() *cli.Command {
 			&cli.Int64Flag{Name: "warmup", Value: 100, Usage: "first `N` requests of each configuration are not measured"},
 			&cli.StringFlag{Name: "cache", Value: "drop", Usage: "page cache before each configuration: drop, evict or keep"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed for positions (same seed, same reads)"},
+			&cli.StringFlag{Name: "weight", Value: "positions", Usage: "spread probes by positions (a random position of the set) or bytes (evenly over the compressed data)"},
+			&cli.StringFlag{Name: "weight-log", Usage: "request mix: weight each material by its share of the requests in `FILE` (FENs or /standard?fen= paths, as bench replay takes)"},
 		}, ioFlags()...), outputFlags(0)...),
 		Action: runProbe,
 	}
@@ -229,6 +231,10 @@ func runProbe(c *cli.Context) error {
 		return err
 	}
 	cache, err := bench.ParseCacheMode(c.String("cache"))
+	if err != nil {
+		return cliutil.Usage(err)
+	}
+	weight, err := bench.ParseWeight(c.String("weight"))
 	if err != nil {
 		return cliutil.Usage(err)
 	}
@@ -250,6 +256,22 @@ func runProbe(c *cli.Context) error {
 	}
 	configs := []bench.ProbeConfig{cfg}
 	var notices []string
+	if name := c.String("weight-log"); name != "" {
+		f, err := os.Open(name)
+		if err != nil {
+			return cliutil.CannotRun(fmt.Errorf("--weight-log: %w", err))
+		}
+		mix, unmatched, example, err := set.MaterialMix(f)
+		f.Close()
+		if err != nil {
+			return cliutil.Problem(fmt.Errorf("--weight-log %s: %w", name, err))
+		}
+		weight.Materials = mix
+		notices = append(notices, fmt.Sprintf("probes weighted by the %d materials of %s", len(mix), name))
+		if unmatched > 0 {
+			notices = append(notices, fmt.Sprintf("%d requests of %s have a material these tables lack (e.g. %s); left out of the mix", unmatched, name, example))
+		}
+	}
 	if c.Bool("matrix") {
 		store := cfg.Store
 		if store == "" {
@@ -272,7 +294,7 @@ func runProbe(c *cli.Context) error {
 			in.Tables, in.Subtables, len(configs), load.Requests, mix.Probes(), load.Clients)
 	}
 	rep, err := bench.RunProbes(ctx, bench.ProbeOptions{
-		Set: set, Configs: configs, Load: load, Mix: mix, Cache: cache,
+		Set: set, Configs: configs, Load: load, Mix: mix, Weight: weight, Cache: cache,
 		DropCachesPath: g.Path("/proc/sys/vm/drop_caches"), Seed: c.Uint64("seed"), Raw: raw,
 		Progress: func(i, n int, pc bench.ProbeConfig) {
 			if !g.JSON {
