@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"io"
 	"net/url"
+	"os"
 	"runtime"
 	"strings"
 
