@@ -105,6 +105,9 @@ type ReplayOptions struct {
 	Failures *CSVSink
 	// Raw, when set, receives one CSV line per request (latencies.csv).
 	Raw *CSVSink
+	// Progress, when set, is told about each target's start and, about
+	// once a second, its finished requests.
+	Progress func(target string, done, total int64)
 }
 
 // FailureHeader and RawHeader are the CSV columns of the failures file and
@@ -140,6 +143,11 @@ func RunReplay(ctx context.Context, o ReplayOptions) (*Report, error) {
 	}
 	rep := &Report{Command: "replay", Started: time.Now().UTC(), Clients: o.Clients, Rate: o.Rate}
 	for i, base := range bases {
+		if o.Progress != nil {
+			name := o.Targets[i]
+			o.Progress(name, 0, load.Requests)
+			load.Progress = func(done, total int64) { o.Progress(name, done, total) }
+		}
 		client := newLeanClient(base, o.Clients, o.Timeout)
 		prefix := strings.TrimSuffix(base.EscapedPath(), "/") // a target may live under a path
 		stop := context.AfterFunc(ctx, client.abort)

@@ -14,9 +14,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/tbhost/tbhost/internal/bench"
 	"github.com/tbhost/tbhost/internal/cliutil"
 	"github.com/urfave/cli/v2"
@@ -181,6 +183,56 @@ func rawSink(c *cli.Context) (*bench.CSVSink, error) {
 	return bench.NewCSVSink(filepath.Join(c.String("out"), "latencies.csv"), bench.RawHeader), nil
 }
 
+// bar draws one progress bar per configuration or target on a terminal
+// (nothing otherwise: cron logs get the summary only).
+type bar struct {
+	g    *cliutil.Globals
+	mu   sync.Mutex
+	name string
+	bar  *progressbar.ProgressBar
+}
+
+func newBar(g *cliutil.Globals) *bar {
+	if !g.Terminal() || g.JSON {
+		return nil
+	}
+	return &bar{g: g}
+}
+
+// set moves the bar of run name to done of total (a new name starts a new bar).
+func (b *bar) set(name string, done, total int64) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.bar == nil || name != b.name {
+		b.finishLocked()
+		b.name = name
+		b.bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(b.g.Stderr),
+			progressbar.OptionSetDescription(name), progressbar.OptionShowCount(), progressbar.OptionShowIts(),
+			progressbar.OptionSetItsString("req"), progressbar.OptionThrottle(200*time.Millisecond))
+	}
+	b.bar.Set64(done)
+}
+
+func (b *bar) finish() {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.finishLocked()
+}
+
+func (b *bar) finishLocked() {
+	if b.bar != nil {
+		b.bar.Finish()
+		fmt.Fprintln(b.g.Stderr)
+		b.bar = nil
+	}
+}
+
 // ---- probe ----
 
 func probeCommand() *cli.Command {
@@ -293,15 +345,31 @@ func runProbe(c *cli.Context) error {
 		fmt.Fprintf(g.Stderr, "bench probe: %d tables (%d subtables with data), %d configuration(s) x %d requests of %d probes, %d clients\n",
 			in.Tables, in.Subtables, len(configs), load.Requests, mix.Probes(), load.Clients)
 	}
+	pb := newBar(g)
+	current := ""
+	var curMu sync.Mutex
+	load.Progress = func(done, total int64) {
+		curMu.Lock()
+		name := current
+		curMu.Unlock()
+		pb.set(name, done, total)
+	}
 	rep, err := bench.RunProbes(ctx, bench.ProbeOptions{
 		Set: set, Configs: configs, Load: load, Mix: mix, Weight: weight, Cache: cache,
 		DropCachesPath: g.Path("/proc/sys/vm/drop_caches"), Seed: c.Uint64("seed"), Raw: raw,
 		Progress: func(i, n int, pc bench.ProbeConfig) {
-			if !g.JSON {
-				fmt.Fprintf(g.Stderr, "[%d/%d] %s\n", i+1, n, pc.Name())
+			name := fmt.Sprintf("[%d/%d] %s", i+1, n, pc.Name())
+			curMu.Lock()
+			current = name
+			curMu.Unlock()
+			if pb != nil {
+				pb.set(name, 0, load.Requests)
+			} else if !g.JSON {
+				fmt.Fprintln(g.Stderr, name)
 			}
 		},
 	})
+	pb.finish()
 	if err != nil {
 		if raw != nil {
 			raw.Close()
@@ -394,10 +462,13 @@ func runReplay(c *cli.Context) error {
 		fmt.Fprintf(g.Stderr, "bench replay: %d requests (warm-up %s) against %d target(s), %d clients\n",
 			len(paths), warm, len(c.StringSlice("target")), c.Int("clients"))
 	}
+	pb := newBar(g)
 	rep, err := bench.RunReplay(ctx, bench.ReplayOptions{
 		Paths: paths, Targets: c.StringSlice("target"), Clients: c.Int("clients"), Warmup: warm,
 		Rate: c.Float64("rate"), Timeout: c.Duration("timeout"), Failures: fails, Raw: raw,
+		Progress: pb.set,
 	})
+	pb.finish()
 	if err != nil {
 		fails.Close()
 		if raw != nil {
