@@ -52,7 +52,7 @@ type Mix struct {
 }
 
 // DefaultMix is the probe burst of one request on the public server.
-var DefaultMix = Mix{WDL: 23, DTZ: 70}
+func DefaultMix() Mix { return Mix{WDL: 23, DTZ: 70} }
 
 // Probes is the number of probes per request.
 func (m Mix) Probes() int { return m.WDL + m.DTZ }

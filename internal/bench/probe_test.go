@@ -82,7 +82,7 @@ func TestProbeWalkLandsInBlockOnRealTables(t *testing.T) {
 			c.Close()
 		}
 	}()
-	p, err := newProber(set.tables, readers, DefaultMix, 1, Weighting{By: "positions"})
+	p, err := newProber(set.tables, readers, DefaultMix(), 1, Weighting{By: "positions"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestMatrixOnRealTablesWithStore(t *testing.T) {
 		t.Fatalf("%d configurations, want 16", len(cfgs))
 	}
 	rep, err := RunProbes(context.Background(), ProbeOptions{
-		Set: set, Configs: cfgs, Mix: DefaultMix, Cache: CacheEvict,
+		Set: set, Configs: cfgs, Mix: DefaultMix(), Cache: CacheEvict,
 		Load: Load{Clients: 2, Requests: 30, Warmup: 10}, Seed: 7,
 	})
 	if err != nil {
@@ -220,7 +220,7 @@ func TestMatrixOnRealTablesWithStore(t *testing.T) {
 	if err := os.WriteFile(pp, b[:len(b)-64], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = RunProbes(context.Background(), ProbeOptions{Set: set, Configs: cfgs[8:9], Mix: DefaultMix, Cache: CacheKeep,
+	_, err = RunProbes(context.Background(), ProbeOptions{Set: set, Configs: cfgs[8:9], Mix: DefaultMix(), Cache: CacheKeep,
 		Load: Load{Clients: 1, Requests: 2, Warmup: 1}})
 	if err == nil || !strings.Contains(err.Error(), "KRvKP.rtbw") {
 		t.Errorf("truncated prefix: %v", err)

@@ -110,12 +110,15 @@ type ReplayOptions struct {
 	Progress func(target string, done, total int64)
 }
 
-// FailureHeader and RawHeader are the CSV columns of the failures file and
-// latencies.csv.
-var (
-	FailureHeader = []string{"target", "seq", "path", "status", "error", "latency_ms", "warmup"}
-	RawHeader     = []string{"run", "seq", "client", "start_ms", "latency_ms", "status", "failed", "warmup"}
-)
+// FailureHeader is the CSV columns of the failures file.
+func FailureHeader() []string {
+	return []string{"target", "seq", "path", "status", "error", "latency_ms", "warmup"}
+}
+
+// RawHeader is the CSV columns of latencies.csv.
+func RawHeader() []string {
+	return []string{"run", "seq", "client", "start_ms", "latency_ms", "status", "failed", "warmup"}
+}
 
 // RunReplay replays the log against every target in turn, the same
 // requests in the same order, and returns one run per target.

@@ -180,7 +180,7 @@ func rawSink(c *cli.Context) (*bench.CSVSink, error) {
 	if c.String("out") == "" {
 		return nil, cliutil.Usagef("--raw writes latencies.csv into --out DIR; give --out")
 	}
-	return bench.NewCSVSink(filepath.Join(c.String("out"), "latencies.csv"), bench.RawHeader), nil
+	return bench.NewCSVSink(filepath.Join(c.String("out"), "latencies.csv"), bench.RawHeader()), nil
 }
 
 // bar draws one progress bar per configuration or target on a terminal
@@ -453,7 +453,7 @@ func runReplay(c *cli.Context) error {
 			failPath = filepath.Join(c.String("out"), "failures.csv")
 		}
 	}
-	fails := bench.NewCSVSink(failPath, bench.FailureHeader)
+	fails := bench.NewCSVSink(failPath, bench.FailureHeader())
 	ctx, cancel := signalContext(c)
 	defer cancel()
 	ctx, cancelT := withMaxTime(ctx, c.Duration("max-time"))
