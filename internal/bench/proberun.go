@@ -80,7 +80,13 @@ func RunProbes(ctx context.Context, o ProbeOptions) (*Report, error) {
 	if o.Mix.Probes() < 1 {
 		return nil, fmt.Errorf("--mix %d/%d: a request needs at least one probe", o.Mix.WDL, o.Mix.DTZ)
 	}
-	rep := &Report{Command: "probe", Started: time.Now().UTC(), Clients: o.Load.Clients, Rate: o.Load.Rate}
+	info := o.Set.Info()
+	mix, w := o.Mix, o.Weight
+	if w.By == "" {
+		w.By = "positions"
+	}
+	rep := &Report{Command: "probe", Started: time.Now().UTC(), Clients: o.Load.Clients, Rate: o.Load.Rate,
+		Tables: &info, Mix: &mix, Weight: &w, Seed: o.Seed}
 	rep.Notices = append(rep.Notices, o.Set.Notices...)
 	for i, c := range o.Configs {
 		if o.Progress != nil {
