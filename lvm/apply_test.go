@@ -325,3 +325,37 @@ func TestApplyExactArgvRecorded(t *testing.T) {
 		t.Errorf("argv:\n%v\nwant\n%v", got, want)
 	}
 }
+
+func TestApplyMakesTheFilesystemOnceAndNeverReformats(t *testing.T) {
+	l := newLab(t, PlanOptions{TablesFS: "ext4"})
+	if _, err := l.apply(t, ApplyOptions{Yes: true}); err != nil {
+		t.Fatal(err)
+	}
+	w := lvmfake.Writes(l.lvm.Calls)
+	mkfs := strings.Join(w[8], " ")
+	if mkfs != "mkfs.ext4 -U 0b3c2f1e-1111-4222-8333-444455556666 -L tables /dev/vg-hdd/tables" {
+		t.Fatalf("9th write %q", mkfs)
+	}
+	// again: the filesystem is there, nothing runs
+	a := l.applier(t)
+	a.ProbeLV = func(p string) ([]blockdev.Signature, error) {
+		return []blockdev.Signature{{Type: "ext4", UUID: "0b3c2f1e-1111-4222-8333-444455556666"}}, nil
+	}
+	l.lvm.Calls = nil
+	if _, err := a.Apply(context.Background(), l.plan, ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if w := lvmfake.Writes(l.lvm.Calls); len(w) != 0 {
+		t.Errorf("wrote %v", w)
+	}
+	// another filesystem on the LV: refused, not reformatted
+	a.ProbeLV = func(p string) ([]blockdev.Signature, error) {
+		return []blockdev.Signature{{Type: "xfs", UUID: "x"}}, nil
+	}
+	if _, err := a.Apply(context.Background(), l.plan, ApplyOptions{Yes: true}); err == nil || !strings.Contains(err.Error(), "does not reformat") {
+		t.Fatalf("err %v", err)
+	}
+	if w := lvmfake.Writes(l.lvm.Calls); len(w) != 0 {
+		t.Errorf("wrote %v", w)
+	}
+}

@@ -92,6 +92,11 @@ func Check(ctx context.Context, e Env, o CheckOptions) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
+	if len(topo.Arrays) == 0 { // nothing to sample
+		r := Evaluate(nil, nil, o.Thresholds)
+		r.Notes = topo.Notes
+		return r, nil
+	}
 	if o.Interval <= 0 || o.Interval > o.For {
 		o.Interval = o.For
 	}

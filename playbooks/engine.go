@@ -68,7 +68,8 @@ type StepResult struct {
 	ExitCode *int          `json:"exit_code,omitempty"`
 	Nagios   string        `json:"nagios,omitempty"`
 	Attempts int           `json:"attempts,omitempty"`
-	Duration time.Duration `json:"duration_ns"`
+	Duration time.Duration `json:"-"`
+	Seconds  float64       `json:"seconds"`
 	Output   string        `json:"output_tail,omitempty"`
 	Previous bool          `json:"from_previous_run,omitempty"`
 }
@@ -137,12 +138,14 @@ func (e *Engine) Run(ctx context.Context, pb *Playbook, opts Options) (*Report, 
 	}
 	var prev *State
 	var log *Log
+	var lockFile *os.File
 	if opts.Store != nil {
-		unlock, err := opts.Store.Lock()
+		lock, err := opts.Store.Lock()
 		if err != nil {
 			return nil, err
 		}
-		defer unlock()
+		defer lock.Unlock()
+		lockFile = lock.File()
 		if prev, err = opts.Store.Load(); err != nil {
 			return nil, err
 		}
@@ -173,14 +176,15 @@ func (e *Engine) Run(ctx context.Context, pb *Playbook, opts Options) (*Report, 
 		rep.Steps[i] = StepResult{Name: s.Name, Status: StepNotRun}
 	}
 	if opts.Resume && opts.From == "" {
+		// Keep every step the previous run completed; run the others (for a
+		// keep_going playbook: only the checks that failed, and what follows).
 		start = len(pb.Steps)
 		for i, s := range pb.Steps {
 			if ps, ok := prevStep(prev, s.Name); ok && ps.Completed() {
 				rep.Steps[i] = StepResult{Name: s.Name, Status: ps.Status, Reason: "in run " + prev.RunID, ExitCode: ps.ExitCode, Nagios: ps.Nagios, Previous: true}
-				continue
+			} else if start == len(pb.Steps) {
+				start = i
 			}
-			start = i
-			break
 		}
 	}
 	for i := 0; i < start && i < len(pb.Steps); i++ {
@@ -188,7 +192,10 @@ func (e *Engine) Run(ctx context.Context, pb *Playbook, opts Options) (*Report, 
 			rep.Steps[i].Reason = "before --from " + opts.From
 		}
 	}
-	r := &run{e: e, pb: pb, opts: opts, rep: rep, st: st, log: log}
+	r := &run{e: e, pb: pb, opts: opts, rep: rep, st: st, log: log, lock: lockFile}
+	if prev != nil && prev.Status != "done" && !opts.Resume && opts.From == "" && !opts.Quiet {
+		fmt.Fprintf(e.out(), "note: the previous run (%s) ended %s at step %s; this run starts from the first step (--resume would continue there)\n", prev.RunID, prev.Status, prev.Current)
+	}
 	r.save()
 	r.event(Event{Event: "run-start", Playbook: pb.Name, Hash: pbHash, Params: st.Params,
 		Reason: startReason(opts, start, pb)})
@@ -199,6 +206,9 @@ func (e *Engine) Run(ctx context.Context, pb *Playbook, opts Options) (*Report, 
 		}
 		if failed && !pb.KeepGoing && !pb.Nagios {
 			break
+		}
+		if rep.Steps[i].Previous {
+			continue
 		}
 		res := r.step(ctx, i)
 		rep.Steps[i] = res
@@ -275,6 +285,7 @@ type run struct {
 	rep  *Report
 	st   *State
 	log  *Log
+	lock *os.File // inherited by steps (see Lock.File)
 }
 
 func (r *run) event(ev Event) {
@@ -449,6 +460,13 @@ func (r *run) available(c Command) (bool, string) {
 	return true, ""
 }
 
+func (r *run) inherit() []*os.File {
+	if r.lock == nil {
+		return nil
+	}
+	return []*os.File{r.lock}
+}
+
 func (r *run) env(step string) []string {
 	env := []string{"TBHOST_PLAYBOOK=" + r.pb.Name, "TBHOST_STEP=" + step, "TBHOST_RUN=" + r.rep.RunID}
 	if len(r.e.Self) > 0 {
@@ -477,7 +495,7 @@ func (r *run) check(ctx context.Context, step, kind string, c Command) (ok bool,
 	defer cancel()
 	var tail tailBuffer
 	start := r.e.now()
-	code, runErr := r.e.Runner.Run(cctx, Cmd{Argv: argv, Env: r.env(step), Out: &tail})
+	code, runErr := r.e.Runner.Run(cctx, Cmd{Argv: argv, Env: r.env(step), Out: &tail, Inherit: r.inherit()})
 	ev := Event{Event: "check", Step: step, Kind: kind, Argv: argv, Start: start, End: r.e.now(), ExitCode: &code, Output: tail.String()}
 	if runErr != nil {
 		ev.Reason = runErr.Error()
@@ -508,6 +526,7 @@ func (r *run) step(ctx context.Context, i int) StepResult {
 	r.save()
 	finish := func(status, reason string) StepResult {
 		res.Status, res.Reason, res.Duration = status, reason, r.e.now().Sub(started)
+		res.Seconds = res.Duration.Seconds()
 		if r.pb.Nagios && res.Nagios == "" {
 			switch status {
 			case StepDone, StepSkipped, StepNotRun:
@@ -707,7 +726,7 @@ func (r *run) action(ctx context.Context, i int, s Step, res *StepResult, starte
 			actx, cancel = context.WithTimeout(ctx, s.Timeout)
 		}
 		stopLoad := r.startLoad(actx, s, w)
-		code, runErr := r.e.Runner.Run(actx, Cmd{Argv: argv, Env: r.env(s.Name), Out: w})
+		code, runErr := r.e.Runner.Run(actx, Cmd{Argv: argv, Env: r.env(s.Name), Out: w, Inherit: r.inherit()})
 		stopLoad()
 		timedOut := actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 		cancel()
@@ -772,7 +791,7 @@ func (r *run) startLoad(ctx context.Context, s Step, w io.Writer) func() {
 	go func() {
 		defer close(done)
 		start := r.e.now()
-		code, err := r.e.Runner.Run(lctx, Cmd{Argv: argv, Env: r.env(s.Name), Out: &tail})
+		code, err := r.e.Runner.Run(lctx, Cmd{Argv: argv, Env: r.env(s.Name), Out: &tail, Inherit: r.inherit()})
 		ev := Event{Event: "check", Step: s.Name, Kind: "load", Argv: argv, Start: start, End: r.e.now(), ExitCode: &code, Output: tail.String()}
 		if err != nil {
 			ev.Reason = err.Error()

@@ -542,11 +542,11 @@ func TestLogFormat(t *testing.T) {
 
 func TestOnlyOneRunAtATime(t *testing.T) {
 	store := &Store{Dir: t.TempDir()}
-	unlock, err := store.Lock()
+	lock, err := store.Lock()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer unlock()
+	defer lock.Unlock()
 	f := newFake()
 	e, _ := newEngine(f)
 	pb := mustParse(t, threeSteps)
@@ -598,4 +598,32 @@ func (f fakeCommands) Check(argv []string) error {
 		}
 	}
 	return &UnknownCommandError{Argv: argv, Msg: fmt.Sprintf("no command %q", strings.Join(argv, " "))}
+}
+
+func TestResumeOfKeepGoingRunRedoesOnlyWhatFailed(t *testing.T) {
+	src := `name: pc
+keep_going: true
+steps:
+  - name: a
+    shell: [a]
+  - name: b
+    shell: [b]
+  - name: c
+    shell: [c]
+  - name: verdict
+    report: go-no-go
+`
+	store := &Store{Dir: t.TempDir()}
+	pb := mustParse(t, src)
+	vals, _ := Resolve(pb, nil)
+	f := newFake().on("b", 1, 0)
+	e, _ := newEngine(f)
+	rep, _ := e.Run(context.Background(), pb, Options{Values: vals, Store: store})
+	if rep.ExitCode != 1 || statuses(rep) != "a=done b=failed c=done verdict=failed" {
+		t.Fatalf("first run: %s", statuses(rep))
+	}
+	rep, err := e.Run(context.Background(), pb, Options{Values: vals, Store: store, Resume: true})
+	if err != nil || rep.ExitCode != 0 || strings.Join(f.called()[3:], " ") != "b" || statuses(rep) != "a=done b=done c=done verdict=done" {
+		t.Fatalf("resume: %v calls %v %s", err, f.called(), statuses(rep))
+	}
 }

@@ -180,6 +180,14 @@ type decoder struct {
 
 func pos(n *yaml.Node) Pos { return Pos{Line: n.Line, Column: n.Column} }
 
+// deref follows YAML aliases (*name) to the anchored node (&name).
+func deref(n *yaml.Node) *yaml.Node {
+	for i := 0; n.Kind == yaml.AliasNode && n.Alias != nil && i < 100; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
 func (d *decoder) fail(n *yaml.Node, format string, a ...any) {
 	d.errs = append(d.errs, &Error{File: d.file, Pos: pos(n), Msg: fmt.Sprintf(format, a...)})
 }
@@ -187,6 +195,7 @@ func (d *decoder) fail(n *yaml.Node, format string, a ...any) {
 // fields walks a mapping node, calling the handler of each known key and
 // reporting unknown or duplicate keys at their position.
 func (d *decoder) fields(n *yaml.Node, what string, handlers map[string]func(v *yaml.Node)) {
+	n = deref(n)
 	if n.Kind != yaml.MappingNode {
 		d.fail(n, "%s must be a mapping (key: value lines), not %s", what, kindName(n))
 		return
@@ -232,6 +241,7 @@ func kindName(n *yaml.Node) string {
 }
 
 func (d *decoder) str(n *yaml.Node, what string, dst *string) {
+	n = deref(n)
 	if n.Kind != yaml.ScalarNode {
 		d.fail(n, "%s must be a string, not %s", what, kindName(n))
 		return
@@ -240,18 +250,21 @@ func (d *decoder) str(n *yaml.Node, what string, dst *string) {
 }
 
 func (d *decoder) boolean(n *yaml.Node, what string, dst *bool) {
+	n = deref(n)
 	if n.Kind != yaml.ScalarNode || n.Decode(dst) != nil {
 		d.fail(n, "%s must be true or false, not %s", what, kindName(n))
 	}
 }
 
 func (d *decoder) integer(n *yaml.Node, what string, dst *int) {
+	n = deref(n)
 	if n.Kind != yaml.ScalarNode || n.Decode(dst) != nil || *dst < 0 {
 		d.fail(n, "%s must be a whole number >= 0, not %s", what, kindName(n))
 	}
 }
 
 func (d *decoder) duration(n *yaml.Node, what string, dst *time.Duration) {
+	n = deref(n)
 	if n.Kind != yaml.ScalarNode {
 		d.fail(n, "%s must be a duration such as 90s, 10m or 2h, not %s", what, kindName(n))
 		return
@@ -265,6 +278,7 @@ func (d *decoder) duration(n *yaml.Node, what string, dst *time.Duration) {
 }
 
 func (d *decoder) arg(n *yaml.Node, what string) *Arg {
+	n = deref(n)
 	if n.Kind != yaml.ScalarNode {
 		d.fail(n, "%s must be a string, not %s", what, kindName(n))
 		return nil
@@ -273,6 +287,7 @@ func (d *decoder) arg(n *yaml.Node, what string) *Arg {
 }
 
 func (d *decoder) argv(n *yaml.Node, what string) []Arg {
+	n = deref(n)
 	if n.Kind != yaml.SequenceNode {
 		d.fail(n, "%s must be a list of arguments, e.g. [lvm, status] (argv, never a shell string), not %s", what, kindName(n))
 		return nil
@@ -291,6 +306,7 @@ func (d *decoder) argv(n *yaml.Node, what string) []Arg {
 }
 
 func (d *decoder) strings(n *yaml.Node, what string) []string {
+	n = deref(n)
 	if n.Kind != yaml.SequenceNode {
 		d.fail(n, "%s must be a list, not %s", what, kindName(n))
 		return nil

@@ -16,6 +16,9 @@ type Cmd struct {
 	Argv []string
 	Env  []string  // added to the environment
 	Out  io.Writer // stdout and stderr, combined in order
+	// Inherit are open files the process inherits (as fd 3, 4, ...): the
+	// playbook's lock, so it stays held while a step runs.
+	Inherit []*os.File
 }
 
 // StepRunner runs a step's process to completion. It returns the exit code
@@ -52,6 +55,7 @@ func (r ProcRunner) Run(ctx context.Context, c Cmd) (int, error) {
 	}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.ExtraFiles = c.Inherit
 	// A child that exits but leaves a grandchild holding its output pipe
 	// must not hang the playbook.
 	cmd.WaitDelay = 5 * time.Second

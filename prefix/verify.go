@@ -174,7 +174,7 @@ func verifyOne(src Source, store string, e ManifestEntry, has, full bool) ([]Fin
 		if err != nil {
 			add(FindCorrupt, ppath, "%v", err)
 		} else if !same {
-			add(FindStale, ppath, "prefix bytes differ from the table's first %d bytes; rerun extract --force", pst.Size())
+			add(FindStale, ppath, "prefix bytes differ from the table's first %d bytes; remove %s and rerun extract", pst.Size(), ppath)
 		}
 		return out, n
 	}
@@ -185,10 +185,10 @@ func verifyOne(src Source, store string, e ManifestEntry, has, full bool) ([]Fin
 	}
 	switch {
 	case pst.Size() < e.Prefix:
-		add(FindTruncated, ppath, "prefix is %d bytes, %d were extracted; rerun extract --force", pst.Size(), e.Prefix)
+		add(FindTruncated, ppath, "prefix is %d bytes, %d were extracted; rerun extract (it rewrites prefixes of the wrong length)", pst.Size(), e.Prefix)
 		return out, 0
 	case pst.Size() > e.Prefix:
-		add(FindWrongLength, ppath, "prefix is %d bytes, %d were extracted; rerun extract --force", pst.Size(), e.Prefix)
+		add(FindWrongLength, ppath, "prefix is %d bytes, %d were extracted; rerun extract (it rewrites prefixes of the wrong length)", pst.Size(), e.Prefix)
 		return out, 0
 	}
 	// The store's own bytes: hash them and check them against the header they carry.
@@ -196,9 +196,9 @@ func verifyOne(src Source, store string, e ManifestEntry, has, full bool) ([]Fin
 	read := n
 	switch {
 	case cerr != nil:
-		add(FindCorrupt, ppath, "%v; rerun extract --force", cerr)
+		add(FindCorrupt, ppath, "%v; remove %s and rerun extract", cerr, ppath)
 	case sum != e.SHA256:
-		add(FindCorrupt, ppath, "SHA-256 %s, the manifest recorded %s; rerun extract --force", sum, e.SHA256)
+		add(FindCorrupt, ppath, "SHA-256 %s, the manifest recorded %s; remove %s and rerun extract", sum, e.SHA256, ppath)
 	}
 	if full {
 		l, err := ParseFile(src.Path)
@@ -215,7 +215,7 @@ func verifyOne(src Source, store string, e ManifestEntry, has, full bool) ([]Fin
 		if err != nil {
 			add(FindBadTable, src.Path, "read table: %v", err)
 		} else if tsum != e.SHA256 {
-			add(FindStale, src.Path, "the table's first %d bytes hash to %s, the prefix was extracted as %s: the table changed; rerun extract --force", e.Prefix, tsum, e.SHA256)
+			add(FindStale, src.Path, "the table's first %d bytes hash to %s, the prefix was extracted as %s: the table changed; remove %s and rerun extract", e.Prefix, tsum, e.SHA256, ppath)
 		}
 	}
 	return out, read

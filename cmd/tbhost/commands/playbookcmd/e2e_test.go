@@ -157,6 +157,89 @@ steps:
 		}
 	})
 
+	t.Run("after kill -9 the step that still runs keeps the playbook locked; then --resume redoes it", func(t *testing.T) {
+		pidfile := filepath.Join(dir, "orphan.pid")
+		pb := filepath.Join(dir, "orphan.yaml")
+		os.WriteFile(pb, []byte(fmt.Sprintf(`name: orphan
+params:
+  - name: secs
+    default: "300"
+steps:
+  - name: quick
+    shell: ["true"]
+  - name: long
+    shell: [sh, -c, 'echo $$ > "$0.tmp"; mv "$0.tmp" "$0"; sleep $1', %s, "{{.secs}}"]
+`, pidfile)), 0o644)
+		cmd := exec.Command(bin, "playbook", "run", "--state-dir", state, pb)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var child int
+		for deadline := time.Now().Add(20 * time.Second); child == 0; {
+			if b, err := os.ReadFile(pidfile); err == nil && strings.HasSuffix(string(b), "\n") {
+				child, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+			} else if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatal("the long step never started")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		defer syscall.Kill(-child, syscall.SIGKILL)
+		cmd.Process.Kill() // kill -9: no chance to clean up
+		cmd.Wait()
+		code, _, stderr := tb(t, bin, "playbook", "run", "--resume", "--set", "secs=0", "--accept-changes", "--state-dir", state, pb)
+		if code != 3 || !strings.Contains(stderr, "in progress") {
+			t.Fatalf("resume while the orphaned step runs: exit %d %s", code, stderr)
+		}
+		syscall.Kill(-child, syscall.SIGKILL) // the step's process group ends
+		for deadline := time.Now().Add(5 * time.Second); !zombie(child) && syscall.Kill(child, 0) == nil; {
+			if time.Now().After(deadline) {
+				t.Fatal("orphan did not die")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		code, out, stderr := tb(t, bin, "playbook", "run", "--resume", "--set", "secs=0", "--accept-changes", "--state-dir", state, pb)
+		if code != 0 || !strings.Contains(out, "long") || strings.Contains(out, "==> [1/2] quick") {
+			t.Fatalf("resume: exit %d\n%s%s", code, out, stderr)
+		}
+	})
+
+	t.Run("runs in a busybox userland (no bash, no coreutils, no systemd)", func(t *testing.T) {
+		bb, err := exec.LookPath("busybox")
+		if err != nil {
+			t.Skip("busybox not installed (Debian busybox-static; .ci/install-deps installs it)")
+		}
+		applets := filepath.Join(dir, "bb")
+		os.MkdirAll(applets, 0o755)
+		for _, a := range []string{"sh", "mkdir", "awk", "grep", "sed", "true", "touch"} {
+			os.Symlink(bb, filepath.Join(applets, a))
+		}
+		pb := filepath.Join(dir, "bb.yaml")
+		os.WriteFile(pb, []byte(fmt.Sprintf(`name: bb
+steps:
+  - name: self
+    tbhost: [playbook, list]
+  - name: root-is-mounted
+    skip_if: {shell: [sh, -c, 'awk -v d="$0" "\$2 == d {f=1} END {exit !f}" /proc/mounts', /proc]}
+    shell: [sh, -c, 'echo "/proc is not a mount point" >&2; exit 1']
+  - name: dir
+    shell: [mkdir, -p, %[1]s/made/by/busybox]
+  - name: script
+    shell: [sh, -c, 'test -d "$0" && touch "$0/ok"', %[1]s/made/by/busybox]
+`, dir)), 0o644)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, "playbook", "run", "--state-dir", state, pb)
+		cmd.Env = []string{"PATH=" + applets, "HOME=" + dir}
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "skipped") {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "made/by/busybox/ok")); err != nil {
+			t.Errorf("the busybox steps did not run: %v\n%s", err, out)
+		}
+	})
+
 	t.Run("nagios playbook is silent when OK and exits with the worst status", func(t *testing.T) {
 		pb := filepath.Join(dir, "hc.yaml")
 		os.WriteFile(pb, []byte(`name: hc

@@ -30,9 +30,9 @@ func Command() *cli.Command {
    retries. Built in: provision-host, pre-cutover, health-check (tbhost playbook list).
 
    tbhost playbook show provision-host                 what it does, its parameters
-   tbhost playbook run provision-host --dry-run        every command it would run
-   tbhost playbook run provision-host --set hdd=/dev/disk/by-id/wwn-0x5000c500a1b2c3d4,...
-   tbhost playbook run provision-host --resume         continue after an interruption
+   tbhost playbook run --dry-run provision-host        every command it would run
+   tbhost playbook run --set hdd=/dev/disk/by-id/wwn-0x5000c500a1b2c3d4,... provision-host
+   tbhost playbook run --resume provision-host         continue after an interruption
    tbhost playbook schedule health-check --install     nightly, as a systemd timer
 
    The format is documented in docs/playbooks.md.`,
@@ -89,14 +89,13 @@ func listCommand() *cli.Command {
 				if err != nil {
 					return cliutil.CannotRun(err)
 				}
-				first, _, _ := strings.Cut(pb.Description, "\n")
-				list = append(list, entry{pb.Name, first, pb.Description, pb.StepNames()})
+				list = append(list, entry{pb.Name, summary(pb.Description), pb.Description, pb.StepNames()})
 			}
 			return g.Output(list, func(w io.Writer) error {
 				for _, e := range list {
 					fmt.Fprintf(w, "%-16s %s\n", e.Name, e.Summary)
 				}
-				fmt.Fprintln(w, "\nMore: tbhost playbook show NAME; a dry run: tbhost playbook run NAME --dry-run")
+				fmt.Fprintln(w, "\nMore: tbhost playbook show NAME; a dry run: tbhost playbook run --dry-run NAME")
 				return nil
 			})
 		},
@@ -110,8 +109,18 @@ func showCommand() *cli.Command {
 		ArgsUsage: "NAME|FILE",
 		Flags:     []cli.Flag{cliutil.JSONFlag()},
 		Action: func(c *cli.Context) error {
-			g := cliutil.Get(c)
-			pb, err := load(c.Args().First())
+			o, err := parseOpts(c)
+			if err != nil {
+				return err
+			}
+			if o.help {
+				return o.showHelp()
+			}
+			g := o.globals()
+			if len(o.args) != 1 {
+				return cliutil.Usagef("show takes one playbook (NAME or FILE), got %q", o.args)
+			}
+			pb, err := load(o.args[0])
 			if err != nil {
 				return err
 			}
@@ -127,8 +136,15 @@ func validateCommand() *cli.Command {
 		ArgsUsage: "[NAME|FILE...]  (default: every built-in playbook)",
 		Flags:     []cli.Flag{cliutil.JSONFlag()},
 		Action: func(c *cli.Context) error {
-			g := cliutil.Get(c)
-			args := c.Args().Slice()
+			o, err := parseOpts(c)
+			if err != nil {
+				return err
+			}
+			if o.help {
+				return o.showHelp()
+			}
+			g := o.globals()
+			args := o.args
 			if len(args) == 0 {
 				args = playbooks.EmbeddedNames()
 			}
@@ -160,7 +176,7 @@ func validateCommand() *cli.Command {
 				res.OK = len(res.Errors) == 0
 				results = append(results, res)
 			}
-			err := g.Output(results, func(w io.Writer) error {
+			err = g.Output(results, func(w io.Writer) error {
 				for _, r := range results {
 					for _, e := range r.Errors {
 						fmt.Fprintf(w, "%s\n", e)
@@ -290,16 +306,23 @@ func runCommand() *cli.Command {
 }
 
 func runAction(c *cli.Context) error {
-	g := cliutil.Get(c)
-	if c.NArg() != 1 {
-		return cliutil.Usagef("playbook run takes one playbook (NAME or FILE) and then no arguments; put flags before it (got %q)", c.Args().Slice())
+	o, err := parseOpts(c)
+	if err != nil {
+		return err
 	}
-	pb, err := load(c.Args().First())
+	if o.help {
+		return o.showHelp()
+	}
+	g := o.globals()
+	if len(o.args) != 1 {
+		return cliutil.Usagef("playbook run takes one playbook (NAME or FILE), got %q", o.args)
+	}
+	pb, err := load(o.args[0])
 	if err != nil {
 		return err
 	}
 	setArgs := sets(c)
-	if hf := c.String("hold-file"); hf != "" {
+	if hf := o.String("hold-file"); hf != "" {
 		if _, ok := paramNamed(pb, "hold_file"); !ok {
 			return cliutil.Usagef("--hold-file: playbook %s has no hold_file parameter", pb.Name)
 		}
@@ -320,11 +343,11 @@ func runAction(c *cli.Context) error {
 	cmds := liveCommands{c.App}
 	warns, verr := playbooks.Validate(pb, cmds)
 	for _, w := range warns {
-		if !pb.Nagios || c.Bool("verbose") {
+		if !pb.Nagios || o.Bool("verbose") {
 			fmt.Fprintf(g.Stderr, "warning: %v\n", w)
 		}
 	}
-	quiet := c.Bool("quiet") || (pb.Nagios && !c.Bool("verbose"))
+	quiet := o.Bool("quiet") || (pb.Nagios && !o.Bool("verbose"))
 	var stepOut io.Writer = g.Stdout
 	if g.JSON {
 		stepOut = g.Stderr
@@ -340,7 +363,7 @@ func runAction(c *cli.Context) error {
 		Prompt:   &prompter{g: g, in: bufio.NewReader(g.Stdin)},
 		Out:      stepOut,
 	}
-	if c.Bool("dry-run") {
+	if o.Bool("dry-run") {
 		steps, err := eng.Plan(pb, vals)
 		if err != nil {
 			return cliutil.Problem(err)
@@ -360,10 +383,10 @@ func runAction(c *cli.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(contextOf(c), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	store := &playbooks.Store{Dir: filepath.Join(c.String("state-dir"), pb.Name)}
+	store := &playbooks.Store{Dir: filepath.Join(o.String("state-dir"), pb.Name)}
 	rep, err := eng.Run(ctx, pb, playbooks.Options{
-		Values: vals, Store: store, Resume: c.Bool("resume"), From: c.String("from"),
-		AcceptChanges: c.Bool("accept-changes"), Yes: c.Bool("yes"), Quiet: quiet,
+		Values: vals, Store: store, Resume: o.Bool("resume"), From: o.String("from"),
+		AcceptChanges: o.Bool("accept-changes"), Yes: o.Bool("yes"), Quiet: quiet,
 	})
 	if err != nil {
 		var refused *playbooks.RefusedError
@@ -381,7 +404,7 @@ func runAction(c *cli.Context) error {
 			return err
 		}
 	} else if pb.Nagios {
-		if rep.ExitCode != 0 || c.Bool("verbose") {
+		if rep.ExitCode != 0 || o.Bool("verbose") {
 			rep.WriteNagios(g.Stdout)
 		}
 	} else if err := rep.WriteSummary(g.Stdout); err != nil {
@@ -417,4 +440,13 @@ func paramNamed(pb *playbooks.Playbook, name string) (playbooks.Param, bool) {
 		}
 	}
 	return playbooks.Param{}, false
+}
+
+// summary is the first sentence of a description (up to the first colon).
+func summary(desc string) string {
+	s := strings.Join(strings.Fields(desc), " ")
+	if i := strings.IndexAny(s, ".:"); i > 0 {
+		s = s[:i]
+	}
+	return s
 }

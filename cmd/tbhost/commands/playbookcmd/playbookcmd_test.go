@@ -3,6 +3,7 @@ package playbookcmd
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,7 +42,7 @@ func issueInterface() []*cli.Command {
 			leaf("extract", slice("tables"), str("store"), str("upto"), str("jobs")),
 			leaf("verify", slice("tables"), str("store"), boolean("full"))),
 		group("monitor",
-			leaf("check", str("for"), str("warn"), str("crit"), str("min-reads"), boolean("quiet"), str("textfile")),
+			leaf("check", str("for"), str("interval"), str("warn"), str("crit"), str("min-reads"), str("no-traffic"), boolean("quiet"), str("textfile")),
 			leaf("watch"),
 			leaf("serve", str("listen"))),
 		group("integrity",
@@ -149,7 +150,7 @@ func TestDryRunOfEachEmbeddedPlaybook(t *testing.T) {
 		{"pre-cutover", []string{"--hold-file", "/run/tbhost-hold"},
 			[]string{"tbhost integrity verify-tables --checksums /var/lib/tbhost/checksums/sha256 --complete /srv/syzygy", "load:     tbhost bench probe --tables /srv/syzygy --store /srv/syzygy-prefix --clients 12", "hold:     waits while /run/tbhost-hold exists", "report:   go-no-go"}},
 		{"health-check", nil,
-			[]string{"tbhost integrity scrub --rate 100MiB/s --budget 30m --state /var/lib/tbhost/scrub.state vg-hdd/tables", "tbhost prefix verify --tables /srv/syzygy --store /srv/syzygy-prefix", "exit status map[1:CRITICAL 2:UNKNOWN]"}},
+			[]string{"tbhost integrity scrub --rate 100MiB/s --budget 30m vg-hdd/tables", "tbhost prefix verify --tables /srv/syzygy --store /srv/syzygy-prefix", "exit status map[1:CRITICAL 2:UNKNOWN]"}},
 	} {
 		args := append([]string{"playbook", "run", "--dry-run"}, tc.args...)
 		code, out, stderr := runApp(t, true, append(args, tc.name)...)
@@ -174,7 +175,9 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"playbook", "run", "--set", "nope=1", "health-check"}, 2, `has no parameter "nope"`},
 		{[]string{"playbook", "run", "no-such-playbook"}, 2, "built in: health-check, pre-cutover, provision-host"},
 		{[]string{"playbook", "run", "--hold-file", "/x", "health-check"}, 2, "has no hold_file parameter"},
-		{[]string{"playbook", "run", "health-check", "--yes"}, 2, "put flags before it"},
+		{[]string{"playbook", "run", "health-check", "pre-cutover"}, 2, "takes one playbook"},
+		{[]string{"playbook", "run", "health-check", "--no-such-flag"}, 2, "flag provided but not defined: --no-such-flag"},
+		{[]string{"playbook", "run", "health-check", "--from"}, 2, "flag needs an argument: --from"},
 		{[]string{"playbook", "schedule", "--at", "25:00", "health-check"}, 2, "HH:MM"},
 	} {
 		code, out, stderr := runApp(t, true, tc.args...)
@@ -225,6 +228,13 @@ func TestScheduleInstallAndRefusals(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "tbhost-nightly.timer")); err != nil {
 		t.Fatal(err)
 	}
+	if analyze, err := exec.LookPath("systemd-analyze"); err == nil {
+		if out, err := exec.Command(analyze, "verify", filepath.Join(dir, "tbhost-nightly.service"), filepath.Join(dir, "tbhost-nightly.timer")).CombinedOutput(); err != nil || len(out) > 0 {
+			t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+		}
+	} else {
+		t.Log("systemd-analyze not installed (Debian package systemd): units not verified here")
+	}
 	if code, out, _ := runApp(t, false, args...); code != 0 || !strings.Contains(out, "unchanged") {
 		t.Errorf("second install: exit %d %s", code, out)
 	}
@@ -239,8 +249,37 @@ func TestScheduleInstallAndRefusals(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "15 4 * * * root flock -n /run/lock/tbhost-nightly.lock "+bin+" playbook run --yes "+pbFile) {
 		t.Errorf("cron: exit %d\n%s", code, out)
 	}
+	// A playbook with a confirmation gate is never scheduled (it would run with --yes).
+	if code, _, stderr := runApp(t, true, "playbook", "schedule", "--binary", bin, "provision-host"); code != 1 || !strings.Contains(stderr, "confirmation gate (step lvm-apply") {
+		t.Errorf("provision-host scheduled: exit %d %s", code, stderr)
+	}
 	// A playbook that does not validate against this build is not scheduled.
 	if code, _, stderr := runApp(t, false, "playbook", "schedule", "--binary", bin, "health-check"); code != 1 || !strings.Contains(stderr, "does not validate") {
 		t.Errorf("invalid playbook scheduled: exit %d %s", code, stderr)
+	}
+}
+
+// The issue writes flags after the playbook (run NAME [--dry-run] ...);
+// urfave/cli alone would take them as arguments.
+func TestFlagsAfterThePlaybookName(t *testing.T) {
+	code, out, stderr := runApp(t, true, "playbook", "run", "provision-host", "--dry-run", "--set", "hdd=/dev/sdx", "-n", "--from=lvm-plan")
+	if code != 0 || !strings.Contains(out, "tbhost lvm plan --hdd /dev/sdx -o") {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, _ = runApp(t, true, "playbook", "run", "health-check", "--dry-run", "--json")
+	if code != 0 || !strings.HasPrefix(out, "{") || !strings.Contains(out, `"steps"`) {
+		t.Errorf("--json after the name: exit %d %.200s", code, out)
+	}
+	code, out, _ = runApp(t, true, "playbook", "show", "health-check", "--json")
+	if code != 0 || !strings.Contains(out, `"nagios": true`) {
+		t.Errorf("show --json after the name: exit %d %.200s", code, out)
+	}
+	code, out, _ = runApp(t, true, "playbook", "run", "health-check", "--help")
+	if code != 0 || !strings.Contains(out, "--accept-changes") {
+		t.Errorf("--help after the name: exit %d %.300s", code, out)
+	}
+	code, out, _ = runApp(t, true, "playbook", "schedule", "health-check", "--cron", "--binary", "/usr/local/bin/tbhost", "--at", "02:10")
+	if code != 0 || !strings.Contains(out, "10 2 * * * root flock -n") {
+		t.Errorf("schedule flags after the name: exit %d\n%s", code, out)
 	}
 }

@@ -44,14 +44,21 @@ func scheduleCommand() *cli.Command {
 }
 
 func scheduleAction(c *cli.Context) error {
-	g := cliutil.Get(c)
-	if c.NArg() != 1 {
-		return cliutil.Usagef("schedule takes one playbook (NAME or FILE); put flags before it (got %q)", c.Args().Slice())
+	o, err := parseOpts(c)
+	if err != nil {
+		return err
 	}
-	if c.Bool("systemd") && c.Bool("cron") {
+	if o.help {
+		return o.showHelp()
+	}
+	g := o.globals()
+	if len(o.args) != 1 {
+		return cliutil.Usagef("schedule takes one playbook (NAME or FILE), got %q", o.args)
+	}
+	if o.Bool("systemd") && o.Bool("cron") {
 		return cliutil.Usagef("give --systemd or --cron, not both")
 	}
-	arg := c.Args().First()
+	arg := o.args[0]
 	pb, err := load(arg)
 	if err != nil {
 		return err
@@ -66,7 +73,12 @@ func scheduleAction(c *cli.Context) error {
 	if _, err := playbooks.Validate(pb, liveCommands{c.App}); err != nil {
 		return cliutil.Problem(fmt.Errorf("refusing to schedule a playbook that does not validate against this build:\n%w", err))
 	}
-	hour, minute, err := playbooks.ParseAt(c.String("at"))
+	for _, s := range pb.Steps {
+		if s.Confirm != nil {
+			return cliutil.Problemf("playbook %s has a confirmation gate (step %s: %q); a scheduled run would pass it unattended with --yes, so tbhost does not schedule it: schedule check playbooks such as health-check", pb.Name, s.Name, s.Confirm.Prompt)
+		}
+	}
+	hour, minute, err := playbooks.ParseAt(o.String("at"))
 	if err != nil {
 		return cliutil.Usage(err)
 	}
@@ -75,7 +87,7 @@ func scheduleAction(c *cli.Context) error {
 			return cliutil.CannotRun(err)
 		}
 	}
-	binary := c.String("binary")
+	binary := o.String("binary")
 	if binary == "" {
 		if binary, err = os.Executable(); err != nil {
 			return cliutil.CannotRun(fmt.Errorf("find this tbhost binary (pass --binary): %w", err))
@@ -85,7 +97,7 @@ func scheduleAction(c *cli.Context) error {
 		}
 		if strings.Contains(binary, "go-build") || strings.HasPrefix(binary, os.TempDir()) {
 			msg := fmt.Sprintf("this tbhost runs from a temporary build (%s): install it (e.g. go build -o /usr/local/bin/tbhost ./cmd/tbhost) and pass --binary /usr/local/bin/tbhost", binary)
-			if c.Bool("install") {
+			if o.Bool("install") {
 				return cliutil.Problemf("%s", msg)
 			}
 			fmt.Fprintf(g.Stderr, "warning: %s\n", msg)
@@ -98,11 +110,11 @@ func scheduleAction(c *cli.Context) error {
 	for _, s := range sets(c) {
 		args = append(args, "--set", s)
 	}
-	sch := playbooks.Schedule{Name: pb.Name, Playbook: arg, Binary: binary, Args: args, Hour: hour, Minute: minute, User: c.String("user")}
+	sch := playbooks.Schedule{Name: pb.Name, Playbook: arg, Binary: binary, Args: args, Hour: hour, Minute: minute, User: o.String("user")}
 	type file struct{ name, content string }
 	var files []file
-	dest := c.String("dest")
-	if c.Bool("cron") {
+	dest := o.String("dest")
+	if o.Bool("cron") {
 		files = []file{{sch.UnitName(), sch.Cron()}}
 		if dest == "" {
 			dest = "/etc/cron.d"
@@ -113,7 +125,7 @@ func scheduleAction(c *cli.Context) error {
 			dest = "/etc/systemd/system"
 		}
 	}
-	if !c.Bool("install") {
+	if !o.Bool("install") {
 		for i, f := range files {
 			if i > 0 {
 				fmt.Fprintln(g.Stdout)
@@ -123,11 +135,11 @@ func scheduleAction(c *cli.Context) error {
 		return nil
 	}
 	for _, f := range files {
-		if err := installFile(g.Stdout, filepath.Join(dest, f.name), f.content, c.Bool("force")); err != nil {
+		if err := installFile(g.Stdout, filepath.Join(dest, f.name), f.content, o.Bool("force")); err != nil {
 			return err
 		}
 	}
-	if c.Bool("cron") {
+	if o.Bool("cron") {
 		fmt.Fprintf(g.Stdout, "cron picks up %s by itself.\n", filepath.Join(dest, files[0].name))
 	} else {
 		fmt.Fprintf(g.Stdout, "next: systemctl daemon-reload && systemctl enable --now %s.timer\n", sch.UnitName())

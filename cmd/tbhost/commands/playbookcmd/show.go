@@ -162,6 +162,6 @@ func writeShow(w io.Writer, pb *playbooks.Playbook) error {
 			fmt.Fprintf(w, "      %s\n", c)
 		}
 	}
-	fmt.Fprintf(w, "\nResolved commands: tbhost playbook run %s --dry-run [--set NAME=VALUE ...]\n", d.Name)
+	fmt.Fprintf(w, "\nResolved commands: tbhost playbook run --dry-run [--set NAME=VALUE ...] %s\n", d.Name)
 	return nil
 }

@@ -150,6 +150,11 @@ func statsCommand() *cli.Command {
 			g := cliutil.Get(c)
 			ctx, cancel := signalContext(c)
 			defer cancel()
+			for _, a := range c.Args().Slice() {
+				if strings.HasPrefix(a, "-") {
+					return cliutil.Usagef("%q after a directory: put flags before the directories (tbhost prefix stats --json --files DIR...)", a)
+				}
+			}
 			start := time.Now()
 			ps, err := parseTables(ctx, g, c.Args().Slice(), c.Int("jobs"))
 			if err != nil {
@@ -252,7 +257,7 @@ func planCommand() *cli.Command {
 			case !plan.FitsSparse:
 				return cliutil.Problemf("not even the sparse prefixes fit: %s needed, %s available", sizes.Format(plan.SparseOnDisk), sizes.Format(capacity))
 			case !plan.FitsFull:
-				return cliutil.Problemf("the full store does not fit (%s needed, %s available); extract what fits with --upto sparse-index, or add capacity", sizes.Format(plan.FullOnDisk), sizes.Format(capacity))
+				return cliutil.Problemf("the full store does not fit (%s needed, %s available); extract what fits with: tbhost prefix extract --capacity %s ..., or add capacity", sizes.Format(plan.FullOnDisk), sizes.Format(capacity), c.String("capacity"))
 			case bad > 0:
 				return cliutil.Problemf("%d files refused (named above) are not in the plan", bad)
 			}
@@ -364,7 +369,7 @@ func extractCommand() *cli.Command {
 				Pause: c.Duration("pause-each"), Progress: prog,
 			})
 			if err != nil {
-				if errors.Is(err, prefix.ErrNoSpace) {
+				if errors.Is(err, prefix.ErrNoSpace) || errors.Is(err, prefix.ErrBusy) {
 					return cliutil.Problem(err)
 				}
 				return cliutil.CannotRun(err)

@@ -550,3 +550,10 @@ func TestExtractWithCapacityFollowsPlan(t *testing.T) {
 		t.Fatalf("--capacity with --upto: exit %d, want 2", code)
 	}
 }
+
+func TestStatsFlagAfterDirectoryIsUsageError(t *testing.T) {
+	code, _, errs := runCLI(t, "prefix", "stats", t.TempDir(), "--json")
+	if code != cliutil.ExitUsage || !strings.Contains(errs, "put flags before the directories") {
+		t.Fatalf("exit %d, %s", code, errs)
+	}
+}

@@ -1,0 +1,127 @@
+package lvm
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/tbhost/tbhost/internal/blockdev"
+	"github.com/tbhost/tbhost/internal/execx"
+)
+
+// Real captures of plan + apply in the VM lab (see testdata/lab-apply-2.03.16/README.md).
+const realLab = "testdata/lab-apply-2.03.16"
+
+func realTree(name string) string {
+	return filepath.Join("..", "internal", "blockdev", "testdata", name)
+}
+
+func realRunner(t *testing.T) *execx.Recorded {
+	t.Helper()
+	rec := execx.NewRecorded()
+	for _, c := range []struct {
+		cmd, key, file string
+		fields         []string
+		extra          []string
+	}{
+		{"pvs", "pv", "pvs.json", pvFields, nil},
+		{"vgs", "vg", "vgs.json", vgFields, nil},
+		{"lvs", "lv", "lvs.json", lvFields, []string{"-a"}},
+	} {
+		b, err := os.ReadFile(filepath.Join(realLab, c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.On(execx.Reply{Stdout: string(b)}, append([]string{"lvm", c.cmd, "--reportformat", "json", "--units", "b", "--nosuffix", "-o", strings.Join(c.fields, ",")}, c.extra...)...)
+	}
+	return rec
+}
+
+// The plan made in the guest is what tbhost plans from the guest's snapshot.
+func TestRealLabSnapshotReplansTheSame(t *testing.T) {
+	guest, err := LoadPlan(filepath.Join(realLab, "plan.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := blockdev.Read(context.Background(), blockdev.Options{Root: realTree("lab-guest-real")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	here := mustPlan(t, inv, PlanOptions{})
+	if !reflect.DeepEqual(here.Commands, guest.Commands) || !reflect.DeepEqual(here.Devices, guest.Devices) || !reflect.DeepEqual(here.Arrays, guest.Arrays) {
+		t.Errorf("replayed plan differs from the guest's:\n%v\n%v", here.Commands, guest.Commands)
+	}
+	if here.InventoryFingerprint != guest.InventoryFingerprint {
+		t.Errorf("fingerprint %s, guest %s", here.InventoryFingerprint, guest.InventoryFingerprint)
+	}
+}
+
+// Applying the plan again to the machine it built (real lvs/pvs/vgs, real
+// sysfs with the dm holders) writes nothing and verifies.
+func TestRealLabSecondApplyWritesNothing(t *testing.T) {
+	p, err := LoadPlan(filepath.Join(realLab, "plan.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := realRunner(t)
+	a := Applier{Runner: rec, Inventory: func(ctx context.Context) (*blockdev.Inventory, error) {
+		return blockdev.Read(ctx, blockdev.Options{Root: realTree("lab-guest-real-applied")})
+	}, ProbeLV: func(string) ([]blockdev.Signature, error) { return nil, nil }}
+	for _, dry := range []bool{true, false} {
+		rep, err := a.Apply(context.Background(), p, ApplyOptions{DryRun: dry})
+		if err != nil {
+			t.Fatalf("dry=%v: %v", dry, err)
+		}
+		if !rep.Verified {
+			t.Errorf("dry=%v: not verified %v", dry, rep.Verification)
+		}
+		for _, s := range rep.Steps {
+			if s.Action != "skip" {
+				t.Errorf("dry=%v: %s %v", dry, s.Action, s.Argv)
+			}
+		}
+	}
+	for _, c := range rec.Calls {
+		if c[1] != "pvs" && c[1] != "vgs" && c[1] != "lvs" {
+			t.Errorf("wrote %v", c)
+		}
+	}
+}
+
+// A plan for other disks must not take the built machine's PVs: the
+// applied machine's HDDs are PVs of vg-hdd, busy with dm holders.
+func TestRealLabBuiltDisksAreNotPlannedAgain(t *testing.T) {
+	inv, err := blockdev.Read(context.Background(), blockdev.Options{Root: realTree("lab-guest-real-applied")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = MakePlan(inv, fixedOpts(PlanOptions{HDDVG: "vg-other", NVMeVG: "vg-other2"}))
+	if err == nil || !strings.Contains(err.Error(), "sda is in use: held by vg--hdd-tables_rmeta_0 (dm-0)") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+// status from the real capture: healthy, in sync, the plan's shape.
+func TestRealLabStatus(t *testing.T) {
+	p, err := LoadPlan(filepath.Join(realLab, "plan.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := blockdev.Read(context.Background(), blockdev.Options{Root: realTree("lab-guest-real-applied")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Status(context.Background(), realRunner(t), StatusOptions{Plan: p, Inventory: inv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK || rep.Arrays[0].State != "ok" || rep.Arrays[0].SyncPercent != 100 || len(rep.Arrays[0].Images) != 6 {
+		t.Fatalf("%+v", rep.Arrays[0])
+	}
+	if got := rep.Arrays[0].Images[3].Devices; len(got) != 1 || got[0] != "/dev/sdd (serial HDD4)" {
+		t.Errorf("image 3 on %v", got)
+	}
+}
