@@ -208,3 +208,22 @@ func TestRealLabPartitionsOfTheSystemDisk(t *testing.T) {
 		t.Errorf("nvme1n1p2 after apply: %+v", p)
 	}
 }
+
+// A member missing at boot (the lab's capture): lvm2 2.03.16 leaves
+// raid+integrity inactive; status must say so.
+func TestStatusInactiveArray(t *testing.T) {
+	b, err := os.ReadFile("../internal/lab/testdata/captures/raid5-missing-member-boot/lvm/lvs.json")
+	if err != nil {
+		t.Skipf("lab capture not here: %v", err)
+	}
+	rec := execx.NewRecorded()
+	rec.On(execx.Reply{Stdout: string(b)}, "lvm", "lvs", "--reportformat", "json", "--units", "b", "--nosuffix", "-o", strings.Join(lvFields, ","), "-a")
+	rep, err := Status(context.Background(), rec, StatusOptions{Names: []string{"vg-hdd/tables"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(rep.Arrays[0].Problems, "\n")
+	if rep.OK || !strings.Contains(all, "vg-hdd/tables is not active (attr rwi---r-p-)") {
+		t.Errorf("problems:\n%s", all)
+	}
+}
