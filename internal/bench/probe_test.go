@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tbhost/tbhost/prefix"
 	"github.com/tbhost/tbhost/prefix/prefixtest"
 )
 
@@ -269,5 +270,33 @@ func TestWeightingByRequestMix(t *testing.T) {
 	}
 	if _, err := ParseWeight("files"); err == nil {
 		t.Error("--weight files accepted")
+	}
+}
+
+// With only sparse prefixes on fast storage (prefix extract --upto
+// sparse-index), the block-length run comes from the tables too: 2 slow
+// reads per probe, or more when the walk needs another run.
+func TestSparsePrefixStoreHalvesSlowReads(t *testing.T) {
+	tables, _ := copyTables(t)
+	set, err := LoadTables(context.Background(), []string{tables})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := t.TempDir()
+	rep, err := prefix.Extract(context.Background(), set.parsed, prefix.ExtractOptions{Store: store, Upto: prefix.UptoSparseIndex})
+	if err != nil || len(rep.Failed) > 0 {
+		t.Fatalf("extract: %v %v", err, rep.Failed)
+	}
+	for _, how := range []IO{IOPread, IOMmap} {
+		r, err := RunProbes(context.Background(), ProbeOptions{Set: set, Mix: DefaultMix(), Cache: CacheKeep,
+			Configs: []ProbeConfig{{IO: how, Advise: AdviseRandom, Parallel: 1, Store: store}},
+			Load:    Load{Clients: 2, Requests: 20, Warmup: 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := r.Runs[0]
+		if run.SlowReadsPerProbe < 2 || run.SlowReadsPerProbe != run.ReadsPerProbe-1 {
+			t.Errorf("%s: %.2f slow of %.2f reads per probe with sparse prefixes, want all but the sparse entry", how, run.SlowReadsPerProbe, run.ReadsPerProbe)
+		}
 	}
 }
