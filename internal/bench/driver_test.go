@@ -85,16 +85,22 @@ func TestOpenLoopSeesCoordinatedOmission(t *testing.T) {
 }
 
 func TestDriveStopsWithContext(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	// Cancel after a few requests rather than after a wall-clock deadline: on
+	// a loaded machine a 50 ms deadline can pass before any client runs.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	var calls atomic.Int64
 	res, err := Drive(ctx, Load{Clients: 2, Requests: 1 << 40}, func(ctx context.Context, _ int, _ int64) Outcome {
+		if calls.Add(1) == 3 {
+			cancel()
+		}
 		time.Sleep(time.Millisecond)
 		return Outcome{}
 	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.StoppedEarly == nil || res.Issued == 0 {
+	if res.StoppedEarly == nil || res.Issued == 0 || res.Issued >= 1<<40 {
 		t.Fatalf("stopped early %v after %d requests", res.StoppedEarly, res.Issued)
 	}
 }
