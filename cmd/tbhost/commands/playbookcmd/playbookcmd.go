@@ -282,8 +282,9 @@ func runCommand() *cli.Command {
    skipped (already done) / failed, with times). Every run appends to a JSON-lines log and
    rewrites a state file in --state-dir/NAME/; --resume continues after the last completed
    step, and refuses if the playbook or its parameters changed since (--accept-changes).
-   Ctrl-C or SIGTERM kills the running step and everything it started; the state file says
-   where the run stopped.
+   Ctrl-C or SIGTERM kills the running step and everything it started (a step marked
+   on_interrupt: finish, like lvm apply, completes first; a second Ctrl-C kills it); the
+   state file says where the run stopped.
 
    Exit codes: 0 done, 1 a step failed or was refused, 2 usage error, 3 could not run,
    130 interrupted. Playbooks marked nagios (health-check) exit with the worst step's
