@@ -372,8 +372,8 @@ func (r *run) finish(ctx context.Context) {
 		rep.ExitCode = 1
 	}
 	r.st.Status = rep.Status
-	if rep.Status == "done" {
-		r.st.Current = ""
+	if rep.Status != "interrupted" {
+		r.st.Current = rep.stoppedAt() // the first step that failed or was refused; "" when done
 	}
 	code := rep.ExitCode
 	r.event(Event{Event: "run-end", Status: rep.Status, Nagios: rep.Nagios, ExitCode: &code, Start: rep.Started, End: rep.Ended, Step: r.st.Current})
