@@ -418,7 +418,7 @@ func TestExtractKilledMidRunThenRerun(t *testing.T) {
 	}
 	args := []string{"prefix", "extract", "--tables", tables, "--store"}
 	store := t.TempDir()
-	cmd := exec.Command(bin, append(args, store, "--jobs", "2", "--pause-each", "40ms")...)
+	cmd := exec.Command(bin, append(args, store, "--jobs", "2", "--pause-each", "100ms")...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -432,7 +432,7 @@ func TestExtractKilledMidRunThenRerun(t *testing.T) {
 		if strings.Contains(sc.Text(), "] K") {
 			done++
 		}
-		if done == 24 { // past at least one manifest flush (every 250 ms)
+		if done == 24 { // 24 files x 100 ms / 2 jobs: past the first manifest flush (every second)
 			break
 		}
 	}
