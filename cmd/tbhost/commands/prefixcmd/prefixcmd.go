@@ -439,7 +439,11 @@ func verifyCommand() *cli.Command {
 			if len(srcs) == 0 {
 				return cliutil.Problemf("no .rtbw or .rtbz files under %s", strings.Join(c.StringSlice("tables"), ", "))
 			}
-			rep, err := prefix.Verify(ctx, srcs, prefix.VerifyOptions{Store: c.String("store"), Full: c.Bool("full"), Jobs: c.Int("jobs")})
+			opt := prefix.VerifyOptions{Store: c.String("store"), Full: c.Bool("full"), Jobs: c.Int("jobs")}
+			if p := terminalProgress(g); p != nil {
+				opt.Progress = p
+			}
+			rep, err := prefix.Verify(ctx, srcs, opt)
 			if err != nil {
 				return cliutil.CannotRun(err)
 			}

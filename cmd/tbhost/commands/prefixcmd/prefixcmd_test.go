@@ -557,3 +557,28 @@ func TestStatsFlagAfterDirectoryIsUsageError(t *testing.T) {
 		t.Fatalf("exit %d, %s", code, errs)
 	}
 }
+
+func TestVerifyProgressOnlyOnTerminal(t *testing.T) {
+	tables := t.TempDir()
+	for _, s := range []prefixtest.Spec{{Name: "KRvK.rtbw"}, {Name: "KPvK.rtbz"}} {
+		prefixtest.WriteTable(tables, s)
+	}
+	store := t.TempDir()
+	if code, _, errs := runCLI(t, "prefix", "extract", "--tables", tables, "--store", store); code != 0 {
+		t.Fatal(errs)
+	}
+	var out, errb bytes.Buffer
+	env := &cliutil.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Runner: execx.NewRecorded(),
+		IsTerminal: func() bool { return true }}
+	app := &cli.App{Name: "tbhost", Flags: cliutil.GlobalFlags(), Commands: []*cli.Command{Command()}, Writer: &out, ErrWriter: &errb}
+	cliutil.Install(app, env)
+	if err := app.Run([]string{"tbhost", "prefix", "verify", "--tables", tables, "--store", store}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errb.String(), "files 2/2") {
+		t.Errorf("terminal: no progress bar in %q", errb.String())
+	}
+	if code, _, errs := runCLI(t, "prefix", "verify", "--tables", tables, "--store", store); code != 0 || errs != "" {
+		t.Errorf("cron: exit %d, stderr %q (want silence)", code, errs)
+	}
+}
