@@ -42,7 +42,7 @@ func (f Finding) String() string {
 
 // VerifyOptions configure Verify.
 type VerifyOptions struct {
-	Store string
+	Store    string
 	Full     bool // reread the tables' prefix bytes and compare (HDD reads)
 	Jobs     int
 	Progress Progress // nil: silent; Advance/Done once per table
