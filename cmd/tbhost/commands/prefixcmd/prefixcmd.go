@@ -222,7 +222,7 @@ func planCommand() *cli.Command {
    Example: tbhost prefix plan --tables /srv/syzygy --capacity 402GiB`,
 		Flags: []cli.Flag{
 			tablesFlag(),
-			&cli.StringFlag{Name: "capacity", Usage: "usable bytes of the store file system (`SIZE`, e.g. 402GiB, 431GB)"},
+			&cli.StringFlag{Name: "capacity", Usage: "usable bytes of the store file system (`SIZE`, e.g. 402GiB, 431GB; on a mounted store: df -B1 --output=avail DIR)"},
 			&cli.BoolFlag{Name: "list", Usage: "list every table with its planned level"},
 			jobsFlag(4),
 			cliutil.JSONFlag(),

@@ -582,3 +582,16 @@ func TestVerifyProgressOnlyOnTerminal(t *testing.T) {
 		t.Errorf("cron: exit %d, stderr %q (want silence)", code, errs)
 	}
 }
+
+func TestProgressBarWithNothingToDo(t *testing.T) {
+	var w bytes.Buffer
+	p := &barProgress{w: &w}
+	p.Begin(0, 0)
+	p.End()
+	l := &lineProgress{w: &w}
+	l.Begin(0, 0)
+	l.End()
+	if !strings.Contains(w.String(), "0 prefixes to write") {
+		t.Errorf("%q", w.String())
+	}
+}
