@@ -250,7 +250,8 @@ func ScrubLV(ctx context.Context, o LVScrubOptions) (LVScrubReport, error) {
 	var rep LVScrubReport
 	client := lvm.Client{Runner: o.Runner}
 	name := o.VG + "/" + o.LV
-	all, err := client.LVs(ctx, name)
+	// the whole VG: `lvs -a VG/LV` omits the LV's hidden sub-LVs
+	all, err := client.LVs(ctx, o.VG)
 	if err != nil {
 		return rep, fmt.Errorf("scrub %s: %w", name, err)
 	}
@@ -295,7 +296,7 @@ func ScrubLV(ctx context.Context, o LVScrubOptions) (LVScrubReport, error) {
 	}
 	// Counters after: a fresh report (a context that outlives an interrupt).
 	afterCtx := context.WithoutCancel(ctx)
-	allAfter, err := client.LVs(afterCtx, name)
+	allAfter, err := client.LVs(afterCtx, o.VG)
 	if err != nil {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("counters after the scrub not read: %v", err))
 		allAfter = all

@@ -244,7 +244,7 @@ func (a Applier) look(ctx context.Context, p *Plan) (*current, error) {
 			if other := inv.BySerial(pd.Serial, pd.WWN); other != nil && pd.Kind == "disk" && pd.Serial != "" {
 				where = fmt.Sprintf("; a disk with that serial is now %s (%s)", other.Name, other.Ref())
 			}
-			stale = append(stale, fmt.Sprintf("%s (%s) is not on %s any more%s", pd.ID, planned, inv.Hostname, where))
+			stale = append(stale, fmt.Sprintf("%s (%s) is not on %s any more%s", pd.ID, planned, hostName(inv), where))
 			continue
 		}
 		var diff []string

@@ -125,3 +125,86 @@ func TestRealLabStatus(t *testing.T) {
 		t.Errorf("image 3 on %v", got)
 	}
 }
+
+// A member deleted from the kernel (real lvm2 2.03.16 report): status says
+// which image lost its disk, and exits with a problem.
+func TestRealLabDegradedStatus(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(realLab, "lvs-degraded.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := execx.NewRecorded()
+	rec.On(execx.Reply{Stdout: string(b), Stderr: "  WARNING: VG vg-hdd is missing PV"},
+		"lvm", "lvs", "--reportformat", "json", "--units", "b", "--nosuffix", "-o", strings.Join(lvFields, ","), "-a")
+	rep, err := Status(context.Background(), rec, StatusOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OK || rep.Arrays[0].State != "problem" {
+		t.Fatalf("degraded array reported %+v", rep.Arrays[0])
+	}
+	all := strings.Join(rep.Arrays[0].Problems, "\n")
+	for _, w := range []string{`vg-hdd/tables: health "partial"`, "partial (a PV is missing)", "tables_rimage_2 has lost its disk"} {
+		if !strings.Contains(all, w) {
+			t.Errorf("problems lack %q:\n%s", w, all)
+		}
+	}
+	if rep.Arrays[1].State != "ok" {
+		t.Errorf("prefix %+v", rep.Arrays[1])
+	}
+}
+
+// The 512e boot: integrity block size 4096 and bitmap mode verified on real lvs output.
+func TestRealLab512eVerifies(t *testing.T) {
+	p, err := LoadPlan(filepath.Join(realLab, "plan-512e-wipe-fs.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lvs := parseLVs(t, "lab-apply-2.03.16/lvs-512e-bitmap-ext4.json")
+	byName := map[string]string{}
+	for _, d := range p.Devices {
+		byName["/dev/"+d.Name] = d.ID
+	}
+	for _, a := range p.Arrays {
+		for _, c := range VerifyArray(a, lvs, p.ExtentSize, func(pv string) string { return byName[pv] }) {
+			if !c.OK {
+				t.Errorf("%s", c)
+			}
+		}
+	}
+	if p.Arrays[0].Integrity.BlockSize != 4096 || p.Arrays[0].Integrity.Mode != "bitmap" || !strings.Contains(p.Arrays[0].Integrity.Why, "512e") {
+		t.Errorf("%+v", p.Arrays[0].Integrity)
+	}
+}
+
+// The free partition of a system disk (real guest sysfs): planned from the
+// snapshot exactly as in the guest, and the applied machine is not planned again.
+func TestRealLabPartitionsOfTheSystemDisk(t *testing.T) {
+	guest, err := LoadPlan(filepath.Join(realLab, "plan-partitions.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := blockdev.Read(context.Background(), blockdev.Options{Root: realTree("lab-guest-real-partitions")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := inv.Find("nvme0n1"); d.Role != blockdev.RoleSystem {
+		t.Errorf("nvme0n1 role %s", d.Role)
+	}
+	here := mustPlan(t, inv, PlanOptions{PrefixSize: 600 << 20})
+	if !reflect.DeepEqual(here.Commands, guest.Commands) || !reflect.DeepEqual(here.Arrays, guest.Arrays) {
+		t.Errorf("replayed plan differs:\n%v\n%v", here.Commands, guest.Commands)
+	}
+	if got := here.Arrays[1].Devices; len(got) != 2 || !strings.HasSuffix(got[0], "NVME1-part2") || !strings.HasSuffix(got[1], "NVME2-part2") {
+		t.Errorf("prefix on %v", got)
+	}
+	refused(t, inv, PlanOptions{NVMes: []string{"nvme0n1", "nvme1n1p2"}}, "nvme0n1 is the system disk (holds /boot on nvme0n1p1)")
+	refused(t, inv, PlanOptions{NVMes: []string{"nvme0n1p1", "nvme1n1p2"}}, "nvme0n1p1 is in use: mounted at /boot")
+	after, err := blockdev.Read(context.Background(), blockdev.Options{Root: realTree("lab-guest-real-partitions-applied")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := after.Find("nvme1n1p2"); p.PV == nil || p.PV.VG != "vg-nvme" || len(p.Holders) != 1 {
+		t.Errorf("nvme1n1p2 after apply: %+v", p)
+	}
+}

@@ -132,8 +132,12 @@ func Status(ctx context.Context, r execx.Runner, opts StatusOptions) (*StatusRep
 			}
 			is.Problems = img.Problems()
 			st.Problems = append(st.Problems, is.Problems...)
-			if len(is.Devices) != 1 {
-				st.Problems = append(st.Problems, fmt.Sprintf("%s spans %d devices: reads are unbalanced", img.Name, len(is.Devices)))
+			switch {
+			case len(is.Devices) == 0:
+				is.Devices = []string{"[missing]"}
+				st.Problems = append(st.Problems, fmt.Sprintf("%s has lost its disk (lvs shows its PV as [unknown]): the array runs degraded; replace the disk", img.Name))
+			case len(is.Devices) > 1:
+				st.Problems = append(st.Problems, fmt.Sprintf("%s spans %d devices (%s): reads are unbalanced", img.Name, len(is.Devices), strings.Join(is.Devices, ", ")))
 			}
 			st.Images = append(st.Images, is)
 		}

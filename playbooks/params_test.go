@@ -127,3 +127,28 @@ steps:
 		t.Errorf("warnings: %s", ws)
 	}
 }
+
+func TestValidateWithSkipsCommandsOfStepsThatWillNotRun(t *testing.T) {
+	pb := mustParse(t, `name: v
+params:
+  - name: scrub
+    type: bool
+    default: true
+steps:
+  - name: s
+    when: "{{.scrub}}"
+    tbhost: [integrity, scrub]
+`)
+	cmds := fakeCommands{"monitor check": true}
+	if _, err := ValidateWith(pb, cmds, nil); err == nil {
+		t.Fatal("with the defaults the step runs: its missing command is an error")
+	}
+	off, _ := Resolve(pb, map[string][]string{"scrub": {"false"}})
+	if _, err := ValidateWith(pb, cmds, off); err != nil {
+		t.Fatalf("scrub=false: %v", err)
+	}
+	on, _ := Resolve(pb, map[string][]string{"scrub": {"true"}})
+	if _, err := ValidateWith(pb, cmds, on); err == nil {
+		t.Fatal("scrub=true: want the missing command reported")
+	}
+}

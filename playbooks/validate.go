@@ -31,7 +31,15 @@ var (
 // against cmds. It returns warnings (e.g. an optional command missing from
 // this build) and an *ErrorList of errors.
 func Validate(pb *Playbook, cmds CommandSet) (warnings ErrorList, err error) {
-	v := &validator{pb: pb, cmds: cmds}
+	return ValidateWith(pb, cmds, nil)
+}
+
+// ValidateWith validates with the values a run will use (nil: the
+// defaults). A step whose when: is false with these values is not checked
+// against cmds: `--set scrub=false` runs health-check on a build without
+// integrity scrub.
+func ValidateWith(pb *Playbook, cmds CommandSet, vals Values) (warnings ErrorList, err error) {
+	v := &validator{pb: pb, cmds: cmds, vals: vals}
 	v.run()
 	v.errs.sort()
 	v.warns.sort()
@@ -44,6 +52,7 @@ func Validate(pb *Playbook, cmds CommandSet) (warnings ErrorList, err error) {
 type validator struct {
 	pb          *Playbook
 	cmds        CommandSet
+	vals        Values // nil: the defaults
 	errs, warns ErrorList
 }
 
@@ -100,6 +109,9 @@ func (v *validator) run() {
 		}
 	}
 	vals := v.sampleValues()
+	if v.vals != nil {
+		vals = v.vals
+	}
 	steps := map[string]bool{}
 	for _, s := range v.pb.Steps {
 		if steps[s.Name] {
@@ -115,12 +127,18 @@ func (v *validator) step(s Step, vals Values) {
 	if s.Report != "" && s.Report != ReportGoNoGo {
 		v.fail(s.Pos, "%s: unknown report %q (built-in reports: %s)", where, s.Report, ReportGoNoGo)
 	}
-	v.command(s.Action, vals, where)
+	cmds := v.cmds
 	if s.When != nil {
-		if _, err := renderBool(*s.When, vals); err != nil {
+		runs, err := renderBool(*s.When, vals)
+		if err != nil {
 			v.fail(s.When.Pos, "%s: when: %v", where, err)
 		}
+		if err == nil && !runs && v.vals != nil {
+			v.cmds = nil // not run with these values: templates only
+			defer func() { v.cmds = cmds }()
+		}
 	}
+	v.command(s.Action, vals, where)
 	if s.SkipIf != nil {
 		v.command(*s.SkipIf, vals, where+": skip_if")
 	}

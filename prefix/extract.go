@@ -22,6 +22,9 @@ const (
 	flushEvery   = 250 * time.Millisecond
 )
 
+// ErrBusy: another extract is running on the store.
+var ErrBusy = errors.New("store busy")
+
 // ErrNoSpace: the store would not fit on its file system.
 var ErrNoSpace = errors.New("not enough free space in the store")
 
@@ -107,6 +110,11 @@ func Extract(ctx context.Context, parsed []Parsed, opt ExtractOptions) (*Extract
 	if !st.IsDir() {
 		return rep, fmt.Errorf("store %s is not a directory", opt.Store)
 	}
+	unlock, err := lockStore(opt.Store)
+	if err != nil {
+		return rep, err
+	}
+	defer unlock()
 	if err := removeTemps(opt.Store); err != nil {
 		return rep, err
 	}
@@ -177,7 +185,7 @@ func Extract(ctx context.Context, parsed []Parsed, opt ExtractOptions) (*Extract
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			buf := make([]byte, 1<<20)
+			buf := make([]byte, 3<<20) // three 1 MiB chunks: copy and digest overlap
 			for p := range work {
 				e, n, err := extractOne(ctx, p, opt.Store, opt.uptoFor(p.Name), buf, prog)
 				results <- result{p: p, entry: e, read: n, err: err}
@@ -276,6 +284,26 @@ func upToDate(store string, p Parsed, upto Upto, man Manifest) bool {
 	}
 	fi, err := os.Stat(PrefixPath(store, p.Name))
 	return err == nil && fi.Mode().IsRegular() && fi.Size() == e.Prefix
+}
+
+// LockName is the lock file that keeps two extracts out of one store.
+const LockName = ".tbhost-prefix.lock"
+
+// lockStore takes an exclusive flock on the store's lock file, or refuses.
+func lockStore(store string) (func(), error) {
+	path := filepath.Join(store, LockName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock store: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: another tbhost prefix extract holds %s; wait for it to finish", ErrBusy, path)
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
 }
 
 // removeTemps deletes temporary files left by an interrupted run.

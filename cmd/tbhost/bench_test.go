@@ -51,6 +51,9 @@ func TestBenchHelpAndUsageErrors(t *testing.T) {
 		{"bench", "probe", "--tables", dir, "--raw"},
 		{"bench", "replay", "--log", "x", "--target", "http://127.0.0.1:1", "--warmup", "100%"},
 		{"bench", "nonsense"},
+		{"bench", "probe"},
+		{"bench", "replay", "--log", "x"},
+		{"bench", "serve"},
 	} {
 		if code, _, stderr := runTB(t, nil, args...); code != cliutil.ExitUsage {
 			t.Errorf("%v: exit %d, want 2 (stderr %q)", args, code, stderr)
@@ -85,6 +88,25 @@ func TestBenchProbeMatrixCLI(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(rep.Notices, " "), "temporary prefix store") {
 		t.Errorf("notices %q do not say the store was temporary", rep.Notices)
+	}
+}
+
+func TestBenchProbeWeightLogCLI(t *testing.T) {
+	tables := benchTables(t)
+	dir := t.TempDir()
+	log := filepath.Join(dir, "mix.log")
+	os.WriteFile(log, []byte("8/8/8/8/8/8/8/KRk5 w - - 0 1\n8/8/8/8/8/8/8/KQQQk3 w - - 0 1\n"), 0o644)
+	code, stdout, stderr := runTB(t, nil, "bench", "probe", "--tables", tables, "--weight", "bytes", "--weight-log", log,
+		"--requests", "20", "--warmup", "5", "--clients", "2", "--cache", "keep")
+	if code != 0 || !strings.Contains(stdout, "weighted by the 1 materials") || !strings.Contains(stdout, "1 requests of "+log+" have a material these tables lack (e.g. KQQQvK)") {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	os.WriteFile(log, []byte("8/8/8/8/8/8/8/KQQQk3 w - - 0 1\n"), 0o644)
+	if code, _, stderr := runTB(t, nil, "bench", "probe", "--tables", tables, "--weight-log", log); code != cliutil.ExitProblem || !strings.Contains(stderr, "KQQQvK") {
+		t.Errorf("a mix with no known material: exit %d %s", code, stderr)
+	}
+	if code, _, _ := runTB(t, nil, "bench", "probe", "--tables", tables, "--weight", "files"); code != cliutil.ExitUsage {
+		t.Errorf("--weight files: exit %d", code)
 	}
 }
 

@@ -90,7 +90,7 @@ func recordedLVS(t *testing.T, fixture string, names ...string) *execx.Recorded 
 }
 
 func TestIntegrityStatusCleanThenMismatch(t *testing.T) {
-	code, out, stderr := runTB(t, recordedLVS(t, "lvs-a-2.03.16-tables-clean.json", "vg-hdd/tables"), "integrity", "status", "vg-hdd/tables")
+	code, out, stderr := runTB(t, recordedLVS(t, "lvs-a-2.03.16-tables-clean.json", "vg-hdd"), "integrity", "status", "vg-hdd/tables")
 	if code != 0 || !strings.Contains(out, "OK vg-hdd/tables") || !strings.Contains(out, "/dev/sdf") {
 		t.Fatalf("clean: exit %d\n%s%s", code, out, stderr)
 	}
@@ -144,7 +144,7 @@ func scrubRoot(t *testing.T) string {
 func TestIntegrityScrubCleanThenCountersRise(t *testing.T) {
 	root := scrubRoot(t)
 	state := filepath.Join(t.TempDir(), "scrub.json")
-	rec := recordedLVS(t, "lvs-a-2.03.16-tables-clean.json", "vg-hdd/tables")
+	rec := recordedLVS(t, "lvs-a-2.03.16-tables-clean.json", "vg-hdd")
 	code, out, stderr := runTB(t, rec, "--root", root, "integrity", "scrub", "--state", state, "--rate", "0", "vg-hdd/tables")
 	if code != 0 || !strings.Contains(out, "pass 1 complete") || !strings.Contains(out, "tables_rimage_5  /dev/sdf") {
 		t.Fatalf("clean scrub: exit %d\n%s\n%s", code, out, stderr)
@@ -153,9 +153,9 @@ func TestIntegrityScrubCleanThenCountersRise(t *testing.T) {
 		t.Errorf("an unreadable kernel log must be mentioned:\n%s", out)
 	}
 	// second run: pass 2; the counters rose on image 2 meanwhile -> exit 1 naming /dev/sdc
-	rec = recordedLVS(t, "lvs-a-2.03.16-tables-clean.json", "vg-hdd/tables")
+	rec = recordedLVS(t, "lvs-a-2.03.16-tables-clean.json", "vg-hdd")
 	b, _ := os.ReadFile("../../integrity/testdata/lvs-a-2.03.16-tables-mismatch-sdc.json")
-	rec.On(execx.Reply{Stdout: string(b)}, lvm.LVsArgv("vg-hdd/tables")...)
+	rec.On(execx.Reply{Stdout: string(b)}, lvm.LVsArgv("vg-hdd")...)
 	code, out, _ = runTB(t, rec, "--root", root, "integrity", "scrub", "--json", "--state", state, "--rate", "1GiB/s", "vg-hdd/tables")
 	var rep struct {
 		Result struct {
@@ -176,7 +176,7 @@ func TestIntegrityScrubRefusals(t *testing.T) {
 	root := scrubRoot(t)
 	state := filepath.Join(t.TempDir(), "scrub.json")
 	os.WriteFile(state, []byte(`{"version":1,"identity":"some-other-uuid","pass":4,"images":{}}`), 0o644)
-	rec := recordedLVS(t, "lvs-a-2.03.16-tables-clean.json", "vg-hdd/tables")
+	rec := recordedLVS(t, "lvs-a-2.03.16-tables-clean.json", "vg-hdd")
 	code, _, stderr := runTB(t, rec, "--root", root, "integrity", "scrub", "--state", state, "vg-hdd/tables")
 	if code != 1 || !strings.Contains(stderr, "some-other-uuid") {
 		t.Fatalf("another array's state: exit %d, %q", code, stderr)
@@ -190,6 +190,25 @@ func TestIntegrityScrubRefusals(t *testing.T) {
 	} {
 		if code, _, stderr := runTB(t, nil, args...); code != cliutil.ExitUsage {
 			t.Errorf("%v: exit %d, want 2 (%q)", args, code, stderr)
+		}
+	}
+}
+
+func TestIntegrityScrubSyncactionNeverRepairs(t *testing.T) {
+	rec := recordedLVS(t, "lvs-a-2.03.16-tables-clean.json", "vg-hdd")
+	for _, f := range []string{"lvs-a-2.03.16-tables-check-running.json", "lvs-a-2.03.16-tables-clean.json"} {
+		b, _ := os.ReadFile("../../integrity/testdata/" + f)
+		rec.On(execx.Reply{Stdout: string(b)}, lvm.LVsArgv("vg-hdd")...)
+	}
+	rec.On(execx.Reply{}, "lvm", "lvchange", "--syncaction", "check", "vg-hdd/tables")
+	// --budget bounds the wait: one poll (5 s) at most, then the check goes on in the kernel
+	code, out, stderr := runTB(t, rec, "integrity", "scrub", "--syncaction", "--budget", "1s", "vg-hdd/tables")
+	if code != 0 || !strings.Contains(out, "ran: lvm lvchange --syncaction check vg-hdd/tables") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	for _, c := range rec.Calls {
+		if strings.Contains(strings.Join(c, " "), "repair") {
+			t.Fatalf("ran %q", c)
 		}
 	}
 }

@@ -66,11 +66,6 @@ func startTrivialServer(b *testing.B) string {
 	return "http://" + strings.TrimSpace(line)
 }
 
-var (
-	wrkRate = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
-	wrkP99  = regexp.MustCompile(`\n\s+99%\s+([0-9.]+)(us|ms|s)`)
-)
-
 func runWrk(b *testing.B, url string, clients int, d time.Duration) (rate, p99ms float64) {
 	res, err := execx.Exec{}.Run(context.Background(), "wrk", "-t2", fmt.Sprintf("-c%d", clients),
 		fmt.Sprintf("-d%ds", int(d.Seconds())), "--latency", url)
@@ -78,6 +73,8 @@ func runWrk(b *testing.B, url string, clients int, d time.Duration) (rate, p99ms
 		b.Fatal(err)
 	}
 	s := string(res.Stdout)
+	wrkRate := regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+	wrkP99 := regexp.MustCompile(`\n\s+99%\s+([0-9.]+)(us|ms|s)`)
 	m, l := wrkRate.FindStringSubmatch(s), wrkP99.FindStringSubmatch(s)
 	if m == nil || l == nil {
 		b.Fatalf("cannot read wrk's output:\n%s", s)

@@ -105,14 +105,20 @@ type ReplayOptions struct {
 	Failures *CSVSink
 	// Raw, when set, receives one CSV line per request (latencies.csv).
 	Raw *CSVSink
+	// Progress, when set, is told about each target's start and, about
+	// once a second, its finished requests.
+	Progress func(target string, done, total int64)
 }
 
-// FailureHeader and RawHeader are the CSV columns of the failures file and
-// latencies.csv.
-var (
-	FailureHeader = []string{"target", "seq", "path", "status", "error", "latency_ms", "warmup"}
-	RawHeader     = []string{"run", "seq", "client", "start_ms", "latency_ms", "status", "failed", "warmup"}
-)
+// FailureHeader is the CSV columns of the failures file.
+func FailureHeader() []string {
+	return []string{"target", "seq", "path", "status", "error", "latency_ms", "warmup"}
+}
+
+// RawHeader is the CSV columns of latencies.csv.
+func RawHeader() []string {
+	return []string{"run", "seq", "client", "start_ms", "latency_ms", "status", "failed", "warmup"}
+}
 
 // RunReplay replays the log against every target in turn, the same
 // requests in the same order, and returns one run per target.
@@ -140,6 +146,11 @@ func RunReplay(ctx context.Context, o ReplayOptions) (*Report, error) {
 	}
 	rep := &Report{Command: "replay", Started: time.Now().UTC(), Clients: o.Clients, Rate: o.Rate}
 	for i, base := range bases {
+		if o.Progress != nil {
+			name := o.Targets[i]
+			o.Progress(name, 0, load.Requests)
+			load.Progress = func(done, total int64) { o.Progress(name, done, total) }
+		}
 		client := newLeanClient(base, o.Clients, o.Timeout)
 		prefix := strings.TrimSuffix(base.EscapedPath(), "/") // a target may live under a path
 		stop := context.AfterFunc(ctx, client.abort)

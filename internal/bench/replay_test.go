@@ -86,8 +86,8 @@ func TestReplayReportsFailuresAndTimeouts(t *testing.T) {
 	defer hang.Close()
 
 	dir := t.TempDir()
-	fails := NewCSVSink(filepath.Join(dir, "failures.csv"), FailureHeader)
-	raw := NewCSVSink(filepath.Join(dir, "latencies.csv"), RawHeader)
+	fails := NewCSVSink(filepath.Join(dir, "failures.csv"), FailureHeader())
+	raw := NewCSVSink(filepath.Join(dir, "latencies.csv"), RawHeader())
 	paths := fenLog(1000)
 	rep, err := RunReplay(context.Background(), ReplayOptions{
 		Paths: paths, Targets: []string{ok.URL, broken.URL}, Clients: 4,

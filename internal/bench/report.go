@@ -101,9 +101,14 @@ type Report struct {
 	Clients  int       `json:"clients"`
 	Rate     float64   `json:"rate_per_sec,omitempty"` // open loop; 0 = closed loop
 	OffsetMs float64   `json:"offset_ms"`              // added to latencies in the plot only
-	Runs     []Run     `json:"runs"`
-	Notices  []string  `json:"notices,omitempty"`
-	Files    []string  `json:"files,omitempty"` // written under --out
+	// probe only
+	Tables  *TableInfo `json:"tables,omitempty"`
+	Mix     *Mix       `json:"mix,omitempty"`
+	Weight  *Weighting `json:"weight,omitempty"`
+	Seed    uint64     `json:"seed,omitempty"`
+	Runs    []Run      `json:"runs"`
+	Notices []string   `json:"notices,omitempty"`
+	Files   []string   `json:"files,omitempty"` // written under --out
 }
 
 // Failed reports whether any run had failures or stopped early.

@@ -55,8 +55,8 @@ ls /dev/disk/by-id | lab_out byid.txt
 echo "$(lab_disks hdd)" | lab_out hdds.txt`},
 		{Name: "tbhost", Script: `/usr/bin/tbhost --version | lab_out version.txt`},
 		{Name: "signature", Script: `blkid -o export $(lab_dev HDD2) | lab_out blkid.txt; wipefs -n $(lab_dev HDD2) | lab_out wipefs.txt`},
-		{Name: "corrupt", Script: `dd if=$(lab_dev HDD1) bs=512 skip=2048 count=1 2>/dev/null | od -An -tx1 | tr -s ' \n' ' ' | lab_out sector.txt
-dd if=$(lab_dev HDD1) bs=512 skip=2049 count=1 2>/dev/null | od -An -tx1 | tr -s ' \n' ' ' | lab_out next.txt`},
+		{Name: "corrupt", Script: `dd if=$(lab_dev HDD1) bs=512 skip=2048 count=1 2>/dev/null | od -An -v -tx1 | tr -s ' \n' ' ' | lab_out sector.txt
+dd if=$(lab_dev HDD1) bs=512 skip=2049 count=1 2>/dev/null | od -An -v -tx1 | tr -s ' \n' ' ' | lab_out next.txt`},
 	}
 	l := &Lab{Base: shared.base}
 	t.Cleanup(func() {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -69,8 +70,12 @@ func TestQemuDiesWithTimedOutTestBinary(t *testing.T) {
 	}
 	shared.prepare(t) // build the cache before the child needs it
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperLongBoot$", "-test.timeout=150s")
-	cmd.Env = append(os.Environ(), "TBHOST_LAB_HELPER=1", "TMPDIR="+dir)
+	baseFile := filepath.Join(dir, "base.json")
+	if err := writeBase(baseFile, shared.base); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperLongBoot$", "-test.timeout=30s")
+	cmd.Env = append(os.Environ(), "TBHOST_LAB_HELPER="+baseFile, "TMPDIR="+dir)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -102,8 +107,11 @@ func TestHelperLongBoot(t *testing.T) {
 	if os.Getenv("TBHOST_LAB_HELPER") == "" {
 		t.Skip("helper of TestQemuDiesWithTimedOutTestBinary")
 	}
-	shared.prepare(t)
-	l := &Lab{Base: shared.base}
+	base, err := readBase(os.Getenv("TBHOST_LAB_HELPER"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &Lab{Base: base}
 	l.Run(context.Background(), sleeperConfig(t, 20*time.Minute))
 	t.Error("the boot should have been cut by the test timeout")
 }

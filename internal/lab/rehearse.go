@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tbhost/tbhost/lvm"
+	"github.com/tbhost/tbhost/monitor"
 )
 
 // RehearseOptions shape a rehearsal.
@@ -330,20 +331,21 @@ type StepSummary struct {
 
 // RehearseReport is what `tbhost lab rehearse` reports.
 type RehearseReport struct {
-	Plan          string            `json:"plan"`
-	Scales        []Scale           `json:"scales"`
-	Devices       []RehearsedDevice `json:"devices"`
-	Steps         []StepSummary     `json:"steps"`
-	Arrays        []ArrayComparison `json:"arrays"`
-	ReapplyNoop   bool              `json:"reapply_changed_nothing"`
-	MonitorStatus string            `json:"monitor_status"`
-	MonitorLine   string            `json:"monitor_summary,omitempty"`
-	Notes         []string          `json:"notes,omitempty"`
-	Problems      []string          `json:"problems,omitempty"`
-	OK            bool              `json:"ok"`
-	Log           string            `json:"log,omitempty"`
-	WorkDir       string            `json:"work_dir,omitempty"`
-	Duration      string            `json:"duration,omitempty"`
+	Plan          string             `json:"plan"`
+	Scales        []Scale            `json:"scales"`
+	Devices       []RehearsedDevice  `json:"devices"`
+	Steps         []StepSummary      `json:"steps"`
+	Arrays        []ArrayComparison  `json:"arrays"`
+	ReapplyNoop   bool               `json:"reapply_changed_nothing"`
+	MonitorStatus string             `json:"monitor_status"`
+	MonitorLine   string             `json:"monitor_summary,omitempty"`
+	Monitor       *monitor.CheckJSON `json:"monitor,omitempty"`
+	Notes         []string           `json:"notes,omitempty"`
+	Problems      []string           `json:"problems,omitempty"`
+	OK            bool               `json:"ok"`
+	Log           string             `json:"log,omitempty"`
+	WorkDir       string             `json:"work_dir,omitempty"`
+	Duration      string             `json:"duration,omitempty"`
 }
 
 var nagios = map[int]string{0: "OK", 1: "WARNING", 2: "CRITICAL", 3: "UNKNOWN"}
@@ -430,13 +432,25 @@ func (r *Rehearsal) Report(steps map[string]StepResult) *RehearseReport {
 	if rep.MonitorStatus == "" {
 		rep.MonitorStatus = fmt.Sprintf("exit %d", mon.ExitCode)
 	}
-	var m map[string]any
-	if json.Unmarshal(mon.Outputs["monitor.json"], &m) == nil {
-		for _, k := range []string{"summary", "Summary"} {
-			if s, ok := m[k].(string); ok {
-				rep.MonitorLine = s
+	var mj monitor.CheckJSON
+	if json.Unmarshal(mon.Outputs["monitor.json"], &mj) == nil {
+		rep.Monitor = &mj
+		var parts []string
+		for _, a := range mj.Arrays {
+			lo, hi := math.Inf(1), math.Inf(-1)
+			for _, m := range a.Members {
+				lo, hi = math.Min(lo, m.ReadsPerS), math.Max(hi, m.ReadsPerS)
 			}
+			p := fmt.Sprintf("%s: %d members", a.Name, len(a.Members))
+			if len(a.Members) > 0 {
+				p += fmt.Sprintf(" at %.0f-%.0f reads/s", lo, hi)
+			}
+			if len(a.Problems) > 0 {
+				p += " (" + strings.Join(a.Problems, "; ") + ")"
+			}
+			parts = append(parts, p)
 		}
+		rep.MonitorLine = strings.Join(parts, "; ")
 	}
 	if mon.ExitCode != 0 {
 		rep.Problems = append(rep.Problems, "monitor check under a read load: "+rep.MonitorStatus+" "+rep.MonitorLine)

@@ -89,10 +89,10 @@ func TestRehearsalReportJudgesShapes(t *testing.T) {
 		"plan": {ExitCode: 0}, "apply": {ExitCode: 0}, "lvs": {ExitCode: 0},
 		"reapply": {ExitCode: 0, Outputs: map[string][]byte{"apply.json": noop}},
 		"status":  {ExitCode: 0, Outputs: map[string][]byte{"status.json": status(5)}},
-		"monitor": {ExitCode: 0, Outputs: map[string][]byte{"monitor.json": []byte(`{"summary":"2 arrays balanced"}`)}},
+		"monitor": {ExitCode: 0, Outputs: map[string][]byte{"monitor.json": []byte(`{"status":"OK","arrays":[{"name":"vg-hdd/tables","members":[{"disk":"sda","reads_per_s":101.5},{"disk":"sdb","reads_per_s":98}],"problems":[]}]}`)}},
 	}
 	rep := r.Report(results)
-	if !rep.OK || !rep.ReapplyNoop || rep.MonitorStatus != "OK" || rep.MonitorLine != "2 arrays balanced" {
+	if !rep.OK || !rep.ReapplyNoop || rep.MonitorStatus != "OK" || rep.MonitorLine != "vg-hdd/tables: 2 members at 98-102 reads/s" {
 		t.Fatalf("a good rehearsal judged bad: %+v", rep)
 	}
 	// a misbuilt array, a reapply that runs something, a CRITICAL monitor

@@ -118,7 +118,7 @@ func newSession(c *cli.Context, ctx context.Context) (*session, error) {
 		return nil, cliutil.CannotRun(err)
 	}
 	s.cache = cache
-	fmt.Fprintln(g.Stderr, "lab: preparing (first use downloads ~80 MB of Debian packages and builds an initramfs)...")
+	fmt.Fprintln(g.Stderr, "lab: preparing the VM image (the first use downloads ~80 MB of Debian packages; later runs reuse the cache)")
 	base, err := cache.Prepare(ctx)
 	if err != nil {
 		var me *lab.MissingError

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tbhost/tbhost/internal/cliutil"
 	"github.com/tbhost/tbhost/internal/execx"
+	"github.com/tbhost/tbhost/internal/lab"
 	"github.com/urfave/cli/v2"
 )
 
@@ -76,5 +77,43 @@ func TestParseDisksShapes(t *testing.T) {
 	}
 	if strings.Join(got, " ") != "hdd1/HDD1/hdd hdd2/HDD2/hdd nvme1/NVME1/nvme" {
 		t.Errorf("disks %v", got)
+	}
+}
+
+func TestRehearseUsageErrors(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("version: 1\ndevices: [\n"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"rehearse"}, "exactly one PLAN.yaml"},
+		{[]string{"rehearse", "/no/such/plan.yaml"}, "plan.yaml"},
+		{[]string{"rehearse", bad}, "bad.yaml"},
+	} {
+		code, _, stderr := runLab(t, tc.args...)
+		if code != cliutil.ExitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d stderr %q, want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+func TestWriteRehearsalNamesScaleShapesAndProblems(t *testing.T) {
+	rep := &lab.RehearseReport{
+		Plan:   "ref.yaml",
+		Scales: []lab.Scale{{Role: "hdd", Factor: 22355.6, Real: 6001175126016, Lab: 256 << 20}},
+		Arrays: []lab.ArrayComparison{{Array: "vg-hdd/tables", State: "ok",
+			Planned:   lab.ArrayShape{Type: "raid5", Stripes: 6, DataStripes: 5, Devices: 6, Integrity: true, IntegrityMode: "journal", IntegrityBlockSize: 4096},
+			Rehearsed: lab.ArrayShape{Type: "raid5", Stripes: 6, DataStripes: 5, Devices: 6, Integrity: true, IntegrityMode: "journal", IntegrityBlockSize: 4096}}},
+		MonitorStatus: "WARNING", MonitorLine: "vg-hdd/tables: sdc reads 40% below the mean",
+		Problems: []string{"monitor check under a read load: WARNING"},
+	}
+	var b bytes.Buffer
+	writeRehearsal(&b, rep)
+	out := b.String()
+	for _, want := range []string{"PROBLEM: 1 finding", "scale hdd : 1:22356", "vg-hdd/tables (planned)  raid5", "journal/4096", "monitor check under read load: WARNING"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -108,7 +108,7 @@ func writeRehearsal(w io.Writer, r *lab.RehearseReport) error {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ARRAY\tTYPE\tSTRIPES\tDATA\tDEVICES\tINTEGRITY\tLAB SIZE\tSTATE")
+	fmt.Fprintln(tw, "ARRAY\tTYPE\tSTRIPES\tDATA\tDEVICES\tINTEGRITY\tSIZE\tSTATE")
 	for _, a := range r.Arrays {
 		integ := func(s lab.ArrayShape) string {
 			if !s.Integrity {

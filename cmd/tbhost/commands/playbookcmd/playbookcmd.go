@@ -341,7 +341,7 @@ func runAction(c *cli.Context) error {
 		return cliutil.CannotRun(err)
 	}
 	cmds := liveCommands{c.App}
-	warns, verr := playbooks.Validate(pb, cmds)
+	warns, verr := playbooks.ValidateWith(pb, cmds, vals)
 	for _, w := range warns {
 		if !pb.Nagios || o.Bool("verbose") {
 			fmt.Fprintf(g.Stderr, "warning: %v\n", w)

@@ -369,7 +369,7 @@ func extractCommand() *cli.Command {
 				Pause: c.Duration("pause-each"), Progress: prog,
 			})
 			if err != nil {
-				if errors.Is(err, prefix.ErrNoSpace) {
+				if errors.Is(err, prefix.ErrNoSpace) || errors.Is(err, prefix.ErrBusy) {
 					return cliutil.Problem(err)
 				}
 				return cliutil.CannotRun(err)
