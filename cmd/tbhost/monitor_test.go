@@ -202,4 +202,10 @@ func TestMonitorCheckRealCaptures(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "OK: vg-hdd/tables balanced (6 disks") {
 		t.Errorf("balanced: exit %d\n%s", code, out)
 	}
+	for _, c := range []string{"raid5-missing-member-boot", "raid5-member-dropped"} {
+		code, out, _ = runTB(t, nil, "--root", captured+c, "monitor", "check", "--json", "vg-hdd/tables")
+		if code != 2 || !strings.Contains(out, `"disk": "missing:tables_rimage_2"`) || !strings.Contains(out, `"flag": "missing"`) {
+			t.Errorf("%s: exit %d\n%s", c, code, out)
+		}
+	}
 }
