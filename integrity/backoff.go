@@ -2,9 +2,10 @@ package integrity
 
 import (
 	"fmt"
-	"path/filepath"
 	"sort"
 	"time"
+
+	"path/filepath"
 
 	"github.com/prometheus/procfs/blockdevice"
 )
@@ -20,26 +21,31 @@ type DiskStatsSource interface {
 	Sample() (map[string]DiskCounters, error)
 }
 
-// ProcDiskstats reads /proc/diskstats (through prometheus/procfs) under a
-// root directory, so a fixture tree can stand in for the real /proc.
+// ProcDiskstats samples ROOT/proc/diskstats with prometheus/procfs, so a
+// fixture tree can stand in for /proc. (It does not go through the monitor
+// package: monitor folds integrity status into its health, so importing it
+// here would be a cycle.)
 type ProcDiskstats struct {
-	ProcDir string // "/proc" or a fixture's proc
-	SysDir  string // "/sys"
+	Root string // "/" for this host
 }
 
 // Sample implements DiskStatsSource.
 func (p ProcDiskstats) Sample() (map[string]DiskCounters, error) {
-	fs, err := blockdevice.NewFS(p.ProcDir, p.SysDir)
+	root := p.Root
+	if root == "" {
+		root = "/"
+	}
+	fs, err := blockdevice.NewFS(filepath.Join(root, "proc"), filepath.Join(root, "sys"))
 	if err != nil {
 		return nil, fmt.Errorf("diskstats: %w", err)
 	}
 	stats, err := fs.ProcDiskstats()
 	if err != nil {
-		return nil, fmt.Errorf("diskstats %s: %w", filepath.Join(p.ProcDir, "diskstats"), err)
+		return nil, fmt.Errorf("diskstats under %s: %w", root, err)
 	}
 	out := make(map[string]DiskCounters, len(stats))
-	for _, s := range stats {
-		out[s.DeviceName] = DiskCounters{Reads: s.ReadIOs, ReadTicksMs: s.ReadTicks}
+	for _, st := range stats {
+		out[st.DeviceName] = DiskCounters{Reads: st.ReadIOs, ReadTicksMs: st.ReadTicks}
 	}
 	return out, nil
 }
@@ -86,10 +92,15 @@ func (r BackoffRule) Next(cur int64, disks []string, prev, now map[string]DiskCo
 	for _, disk := range names {
 		p, ok1 := prev[disk]
 		n, ok2 := now[disk]
-		if !ok1 || !ok2 || n.Reads <= p.Reads || n.ReadTicksMs < p.ReadTicksMs {
-			continue // no reads, or the counters were reset
+		if !ok1 || !ok2 || n.ReadTicksMs < p.ReadTicksMs {
+			continue // the disk vanished, or its counters were reset
 		}
-		aw := time.Duration(float64(n.ReadTicksMs-p.ReadTicksMs) / float64(n.Reads-p.Reads) * float64(time.Millisecond))
+		// iostat's r_await: read ticks / reads over the interval
+		reads := n.Reads - p.Reads
+		if n.Reads < p.Reads || reads == 0 {
+			continue // no reads: no r_await
+		}
+		aw := time.Duration(float64(n.ReadTicksMs-p.ReadTicksMs) / float64(reads) * float64(time.Millisecond))
 		if aw > worst {
 			worst, d.WorstDisk = aw, disk
 		}

@@ -7,7 +7,7 @@ import (
 
 func sampleFixture(t *testing.T, name string) map[string]DiskCounters {
 	t.Helper()
-	s, err := ProcDiskstats{ProcDir: "testdata/diskstats/" + name + "/proc", SysDir: "testdata/diskstats/" + name + "/sys"}.Sample()
+	s, err := ProcDiskstats{Root: "testdata/diskstats/" + name}.Sample()
 	if err != nil {
 		t.Fatal(err)
 	}

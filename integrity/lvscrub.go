@@ -2,6 +2,7 @@ package integrity
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,6 +18,9 @@ import (
 func DMName(vg, lv string) string {
 	return strings.ReplaceAll(vg, "-", "--") + "-" + strings.ReplaceAll(lv, "-", "--")
 }
+
+// ErrNothingToScrub marks LVs a scrub refuses: no redundancy or no integrity layer.
+var ErrNothingToScrub = errors.New("nothing to scrub")
 
 // LVScrubPlan is what a scrub of one RAID LV reads.
 type LVScrubPlan struct {
@@ -43,7 +47,7 @@ func PlanLVScrub(all []lvm.LV, vg, name, devRoot string) (LVScrubPlan, error) {
 	p := LVScrubPlan{LV: top.FullName(), UUID: top.UUID, SegType: top.SegType(), LVSize: top.Size,
 		Device: filepath.Join(devRoot, "dev/mapper", DMName(vg, name))}
 	if !strings.HasPrefix(p.SegType, "raid") || p.SegType == "raid0" || p.SegType == "raid0_meta" {
-		return p, fmt.Errorf("%s is %s, not a RAID level with redundancy and dm-integrity: nothing to scrub", p.LV, p.SegType)
+		return p, fmt.Errorf("%s is %s, not a RAID level with redundancy and dm-integrity: %w", p.LV, p.SegType, ErrNothingToScrub)
 	}
 	if len(top.Segments) > 0 {
 		s := top.Segments[0]
@@ -62,8 +66,8 @@ func PlanLVScrub(all []lvm.LV, vg, name, devRoot string) (LVScrubPlan, error) {
 	}
 	for _, img := range images {
 		if img.SegType() != "integrity" {
-			return p, fmt.Errorf("%s has no dm-integrity layer (segtype %s): reading it verifies nothing; use --syncaction, or add integrity with lvconvert --raidintegrity y %s",
-				img.FullName(), img.SegType(), p.LV)
+			return p, fmt.Errorf("%s has no dm-integrity layer (segtype %s): reading it verifies nothing; use --syncaction, or add integrity with lvconvert --raidintegrity y %s: %w",
+				img.FullName(), img.SegType(), p.LV, ErrNothingToScrub)
 		}
 		t := ScrubTarget{Name: img.Name, Path: filepath.Join(devRoot, "dev/mapper", DMName(vg, img.Name)), Disks: lvm.PhysicalDevices(all, img)}
 		if _, err := os.Stat(t.Path); err != nil {
@@ -246,7 +250,8 @@ func ScrubLV(ctx context.Context, o LVScrubOptions) (LVScrubReport, error) {
 	var rep LVScrubReport
 	client := lvm.Client{Runner: o.Runner}
 	name := o.VG + "/" + o.LV
-	all, err := client.LVs(ctx, name)
+	// the whole VG: `lvs -a VG/LV` omits the LV's hidden sub-LVs
+	all, err := client.LVs(ctx, o.VG)
 	if err != nil {
 		return rep, fmt.Errorf("scrub %s: %w", name, err)
 	}
@@ -273,7 +278,7 @@ func ScrubLV(ctx context.Context, o LVScrubOptions) (LVScrubReport, error) {
 		}
 	}
 	if !o.NoBackoff && so.Rate > 0 && so.Stats == nil {
-		so.Stats = ProcDiskstats{ProcDir: filepath.Join(o.Root, "proc"), SysDir: filepath.Join(o.Root, "sys")}
+		so.Stats = ProcDiskstats{Root: o.Root}
 	}
 	res, scrubErr := Scrub(ctx, so)
 	rep.Result = res
@@ -291,7 +296,7 @@ func ScrubLV(ctx context.Context, o LVScrubOptions) (LVScrubReport, error) {
 	}
 	// Counters after: a fresh report (a context that outlives an interrupt).
 	afterCtx := context.WithoutCancel(ctx)
-	allAfter, err := client.LVs(afterCtx, name)
+	allAfter, err := client.LVs(afterCtx, o.VG)
 	if err != nil {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("counters after the scrub not read: %v", err))
 		allAfter = all

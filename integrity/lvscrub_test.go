@@ -134,8 +134,8 @@ func recordLVS(rec *execx.Recorded, t *testing.T, fixture, name string) {
 func TestScrubLVReportsTheCorruptDiskOnly(t *testing.T) {
 	root := fakeRoot(t, 2<<20)
 	rec := execx.NewRecorded()
-	recordLVS(rec, t, "lvs-a-2.03.16-tables-clean.json", "vg-hdd/tables")
-	recordLVS(rec, t, "lvs-a-2.03.16-tables-mismatch-sdc.json", "vg-hdd/tables")
+	recordLVS(rec, t, "lvs-a-2.03.16-tables-clean.json", "vg-hdd")
+	recordLVS(rec, t, "lvs-a-2.03.16-tables-mismatch-sdc.json", "vg-hdd")
 	rec.On(execx.Reply{Stdout: "[    1.0] boot\n"}, "dmesg")
 	rec.On(execx.Reply{Stdout: "[    1.0] boot\n[   99.1] device-mapper: integrity: dm-11: Checksum failed at sector 0x2800\n[   99.2] unrelated line\n"}, "dmesg")
 	bad := []int64{1<<20 + 512}
@@ -183,10 +183,10 @@ func TestScrubLVReportsTheCorruptDiskOnly(t *testing.T) {
 
 func TestSyncCheckDrivesLVChangeAndWaits(t *testing.T) {
 	rec := execx.NewRecorded()
-	recordLVS(rec, t, "lvs-a-2.03.16-tables-clean.json", "vg-hdd/tables")
-	recordLVS(rec, t, "lvs-a-2.03.16-tables-check-running.json", "vg-hdd/tables")
-	recordLVS(rec, t, "lvs-a-2.03.16-tables-check-running.json", "vg-hdd/tables")
-	recordLVS(rec, t, "lvs-a-2.03.16-tables-mismatch-sdc.json", "vg-hdd/tables")
+	recordLVS(rec, t, "lvs-a-2.03.16-tables-clean.json", "vg-hdd")
+	recordLVS(rec, t, "lvs-a-2.03.16-tables-check-running.json", "vg-hdd")
+	recordLVS(rec, t, "lvs-a-2.03.16-tables-check-running.json", "vg-hdd")
+	recordLVS(rec, t, "lvs-a-2.03.16-tables-mismatch-sdc.json", "vg-hdd")
 	rec.On(execx.Reply{Stdout: `{"report":[{"lv":[{"raid_max_recovery_rate":"0"}]}]}`}, MaxRecoveryRateArgv("vg-hdd/tables")...)
 	rec.On(execx.Reply{}, "lvm", "lvchange", "--maxrecoveryrate", "51200", "vg-hdd/tables")
 	rec.On(execx.Reply{}, "lvm", "lvchange", "--syncaction", "check", "vg-hdd/tables")
@@ -219,7 +219,7 @@ func TestSyncCheckRefusesWhileSyncing(t *testing.T) {
 	if resync == string(b) {
 		t.Fatal("fixture edit did not apply")
 	}
-	rec := execx.NewRecorded().On(execx.Reply{Stdout: resync}, lvm.LVsArgv("vg-hdd/tables")...)
+	rec := execx.NewRecorded().On(execx.Reply{Stdout: resync}, lvm.LVsArgv("vg-hdd")...)
 	_, err := SyncCheck(context.Background(), SyncCheckOptions{VG: "vg-hdd", LV: "tables", Runner: rec, Clock: newFakeClock()})
 	if err == nil || !strings.Contains(err.Error(), `"recover" is running`) {
 		t.Fatalf("got %v", err)

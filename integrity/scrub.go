@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -218,11 +219,12 @@ func Scrub(ctx context.Context, o ScrubOptions) (ScrubResult, error) {
 	throttle := NewThrottle(o.Rate, o.Clock)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var budgetHit atomic.Bool // a chunk could not be read before the deadline
 	stopped := func() string {
 		if ctx.Err() != nil {
 			return "interrupted"
 		}
-		if !o.Deadline.IsZero() && !o.Clock.Now().Before(o.Deadline) {
+		if budgetHit.Load() || !o.Deadline.IsZero() && !o.Clock.Now().Before(o.Deadline) {
 			return "budget"
 		}
 		return ""
@@ -271,7 +273,7 @@ func Scrub(ctx context.Context, o ScrubOptions) (ScrubResult, error) {
 				r := ImageResult{ScrubTarget: t, Size: is.Size, Start: is.Offset, End: is.Offset, Done: is.Done}
 				mu.Unlock()
 				if !r.Done && stopped() == "" && runCtx.Err() == nil {
-					err := scrubImage(runCtx, o, t, is, &r, throttle, &mu, save, stopped, emit)
+					err := scrubImage(runCtx, o, t, is, &r, throttle, &mu, save, stopped, emit, &budgetHit)
 					if err != nil {
 						mu.Lock()
 						if firstErr == nil {
@@ -459,7 +461,7 @@ func alignedBuffer(n int64) []byte {
 }
 
 func scrubImage(ctx context.Context, o ScrubOptions, t ScrubTarget, is *ImageState, r *ImageResult, th *Throttle,
-	mu *sync.Mutex, save func(bool), stopped func() string, emit func(ScrubEvent)) error {
+	mu *sync.Mutex, save func(bool), stopped func() string, emit func(ScrubEvent), budgetHit *atomic.Bool) error {
 	open := o.open
 	if open == nil {
 		open = openScrub
@@ -486,7 +488,10 @@ func scrubImage(ctx context.Context, o ScrubOptions, t ScrubTarget, is *ImageSta
 		if size-off < n {
 			n = size - off
 		}
-		if err := th.Wait(ctx, n); err != nil {
+		if err := th.WaitUntil(ctx, n, o.Deadline); err != nil {
+			if errors.Is(err, ErrPastDeadline) {
+				budgetHit.Store(true) // the budget ends before this chunk may be read
+			}
 			break
 		}
 		got, rerr := readFull(f, buf[:roundUp(n, o.BlockSize)], off)

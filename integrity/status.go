@@ -43,25 +43,45 @@ type ArrayStatus struct {
 // pairs; none means every RAID LV with dm-integrity. A named LV without an
 // integrity layer is reported with a problem.
 func Status(ctx context.Context, c lvm.Client, names ...string) ([]ArrayStatus, error) {
-	all, err := c.LVs(ctx, names...)
+	// `lvs -a VG/LV` reports that LV alone, without its hidden sub-LVs
+	// (seen with lvm2 2.03.16 in the lab): ask for whole VGs, then pick.
+	var vgs []string
+	explicitLV := map[string]bool{}
+	wholeVG := map[string]bool{}
+	for _, n := range names {
+		n = strings.TrimPrefix(n, "/dev/")
+		vg, _, isLV := strings.Cut(n, "/")
+		if isLV {
+			explicitLV[n] = true
+		} else {
+			wholeVG[vg] = true
+		}
+		if !contains(vgs, vg) {
+			vgs = append(vgs, vg)
+		}
+	}
+	all, err := c.LVs(ctx, vgs...)
 	if err != nil {
 		return nil, fmt.Errorf("integrity status: %w", err)
-	}
-	explicitLV := map[string]bool{}
-	for _, n := range names {
-		if strings.Contains(n, "/") {
-			explicitLV[strings.TrimPrefix(n, "/dev/")] = true
-		}
 	}
 	var out []ArrayStatus
 	for _, lv := range all {
 		if lv.Hidden || !strings.HasPrefix(lv.SegType(), "raid") {
 			continue
 		}
+		if len(names) > 0 && !explicitLV[lv.FullName()] && !wholeVG[lv.VG] {
+			continue
+		}
 		if !hasIntegrity(all, lv) && !explicitLV[lv.FullName()] {
 			continue
 		}
 		out = append(out, ArrayStatusOf(all, lv))
+	}
+	for n := range explicitLV {
+		vg, name, _ := strings.Cut(n, "/")
+		if _, ok := lvm.Find(all, vg, name); !ok {
+			return nil, fmt.Errorf("integrity status: %s: no such LV (lvs -a %s lists what there is)", n, vg)
+		}
 	}
 	if len(out) == 0 {
 		what := "any VG"
@@ -71,6 +91,15 @@ func Status(ctx context.Context, c lvm.Client, names ...string) ([]ArrayStatus, 
 		return nil, fmt.Errorf("no RAID LV with dm-integrity in %s (create one with lvcreate --type raid5 --raidintegrity y, or add it with lvconvert --raidintegrity y VG/LV)", what)
 	}
 	return out, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 func hasIntegrity(all []lvm.LV, top lvm.LV) bool {

@@ -101,11 +101,21 @@ func TestStatusTypedReportWithHealth(t *testing.T) {
 func TestStatusThroughRunner(t *testing.T) {
 	rec := execx.NewRecorded()
 	b, _ := os.ReadFile("testdata/lvs-a-2.03.16-tables-clean.json")
-	argv := lvm.LVsArgv("vg-hdd/tables")
+	argv := lvm.LVsArgv("vg-hdd")
 	rec.On(execx.Reply{Stdout: string(b)}, argv...)
 	out, err := Status(context.Background(), lvm.Client{Runner: rec}, "vg-hdd/tables")
 	if err != nil || len(out) != 1 || out[0].LV != "vg-hdd/tables" || !out[0].OK {
 		t.Fatalf("%v %+v", err, out)
+	}
+	// an LV that is not there is named
+	if _, err := Status(context.Background(), lvm.Client{Runner: rec}, "vg-hdd/nope"); err == nil || !strings.Contains(err.Error(), "vg-hdd/nope: no such LV") {
+		t.Fatalf("got %v", err)
+	}
+	// the VG is asked for as a whole: lvs -a VG/LV would omit the sub-LVs
+	for _, c := range rec.Calls {
+		if strings.Contains(c[len(c)-1], "/") {
+			t.Fatalf("ran %q", c)
+		}
 	}
 	// a VG without integrity LVs is an error that says how to get one
 	rec.On(execx.Reply{Stdout: `{"report":[{"lv":[]}]}`}, lvm.LVsArgv("vg-nvme")...)

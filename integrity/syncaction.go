@@ -54,7 +54,7 @@ func SyncCheck(ctx context.Context, o SyncCheckOptions) (SyncCheckReport, error)
 	rep := SyncCheckReport{LV: name}
 	client := lvm.Client{Runner: o.Runner}
 	start := o.Clock.Now()
-	all, err := client.LVs(ctx, name)
+	all, err := client.LVs(ctx, o.VG) // the whole VG: `lvs -a VG/LV` omits the sub-LVs
 	if err != nil {
 		return rep, fmt.Errorf("syncaction check %s: %w", name, err)
 	}
@@ -114,7 +114,7 @@ func SyncCheck(ctx context.Context, o SyncCheckOptions) (SyncCheckReport, error)
 			rep.Stopped = "interrupted"
 			break
 		}
-		all, err = client.LVs(ctx, name)
+		all, err = client.LVs(ctx, o.VG)
 		if err != nil {
 			if ctx.Err() != nil {
 				rep.Stopped = "interrupted"
@@ -142,7 +142,7 @@ func SyncCheck(ctx context.Context, o SyncCheckOptions) (SyncCheckReport, error)
 	if rep.Stopped != "" {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("stopped waiting (%s) at %.2f%%: the check goes on in the kernel; see tbhost integrity status %s", rep.Stopped, rep.LastPercent, name))
 	}
-	final, err := client.LVs(context.WithoutCancel(ctx), name)
+	final, err := client.LVs(context.WithoutCancel(ctx), o.VG)
 	if err == nil {
 		all = final
 	}

@@ -2,6 +2,7 @@ package integrity
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -97,8 +98,18 @@ func (t *Throttle) Rate() int64 {
 	return t.bps
 }
 
+// ErrPastDeadline is returned by WaitUntil when the bytes could only be
+// transferred after the deadline.
+var ErrPastDeadline = errors.New("the rate limit reaches past the deadline")
+
 // Wait blocks until n more bytes may be transferred.
 func (t *Throttle) Wait(ctx context.Context, n int64) error {
+	return t.WaitUntil(ctx, n, time.Time{})
+}
+
+// WaitUntil is Wait that gives up (without using the budget) when the wait
+// would end after deadline; a zero deadline means none.
+func (t *Throttle) WaitUntil(ctx context.Context, n int64, deadline time.Time) error {
 	for n > 0 {
 		t.mu.Lock()
 		if t.lim == nil {
@@ -112,6 +123,11 @@ func (t *Throttle) Wait(ctx context.Context, n int64) error {
 		now := t.clock.Now()
 		r := t.lim.ReserveN(now, int(step))
 		delay := r.DelayFrom(now)
+		if !deadline.IsZero() && now.Add(delay).After(deadline) {
+			r.CancelAt(now)
+			t.mu.Unlock()
+			return ErrPastDeadline
+		}
 		t.mu.Unlock()
 		if err := t.clock.Sleep(ctx, delay); err != nil {
 			return err

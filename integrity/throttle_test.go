@@ -56,3 +56,24 @@ func TestThrottleStopsOnCancel(t *testing.T) {
 		t.Fatal("want the context's error")
 	}
 }
+
+func TestThrottleWaitUntilRefusesPastDeadline(t *testing.T) {
+	clk := newFakeClock()
+	th := NewThrottle(1<<20, clk)
+	dl := clk.Now().Add(2500 * time.Millisecond)
+	n := 0
+	for th.WaitUntil(context.Background(), 1<<20, dl) == nil {
+		n++
+	}
+	if n != 2 || clk.Now().After(dl) {
+		t.Fatalf("%d MiB before a 2.5 s deadline at 1 MiB/s, clock %v past it", n, clk.Now().Sub(dl))
+	}
+	// the refused reservation was returned: after the deadline the bucket is not in debt
+	th2 := NewThrottle(1<<20, clk)
+	th2.WaitUntil(context.Background(), 5<<20, clk.Now().Add(time.Second))
+	before := clk.Now()
+	th2.Wait(context.Background(), 1<<20)
+	if d := clk.Now().Sub(before); d > 1100*time.Millisecond {
+		t.Fatalf("a cancelled reservation still cost %v", d)
+	}
+}

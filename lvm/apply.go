@@ -16,6 +16,9 @@ import (
 	"github.com/tbhost/tbhost/internal/sizes"
 )
 
+// StepTimeout bounds each command apply runs.
+const StepTimeout = 30 * time.Minute
+
 // Applier applies plans. Every external program goes through Runner.
 type Applier struct {
 	Runner execx.Runner
@@ -162,7 +165,10 @@ func (a Applier) Apply(ctx context.Context, p *Plan, opts ApplyOptions) (*ApplyR
 			continue
 		}
 		a.say("run       %s", execx.Quote(s.Argv))
-		res, err := a.Runner.Run(ctx, s.Argv...)
+		// mkfs of a multi-TB LV can take minutes: more than the runner's default
+		cctx, cancel := context.WithTimeout(ctx, StepTimeout)
+		res, err := a.Runner.Run(cctx, s.Argv...)
+		cancel()
 		if err != nil {
 			s.Action = "failed"
 			var ce *execx.CommandError
@@ -185,9 +191,6 @@ func (a Applier) Apply(ctx context.Context, p *Plan, opts ApplyOptions) (*ApplyR
 		return rep, err
 	}
 	rep.Verification, rep.Verified = a.verify(p, cur2)
-	for _, c := range rep.Verification {
-		a.say("%s", c)
-	}
 	if !rep.Verified {
 		var failed []Check
 		for _, c := range rep.Verification {
@@ -241,7 +244,7 @@ func (a Applier) look(ctx context.Context, p *Plan) (*current, error) {
 			if other := inv.BySerial(pd.Serial, pd.WWN); other != nil && pd.Kind == "disk" && pd.Serial != "" {
 				where = fmt.Sprintf("; a disk with that serial is now %s (%s)", other.Name, other.Ref())
 			}
-			stale = append(stale, fmt.Sprintf("%s (%s) is not on %s any more%s", pd.ID, planned, inv.Hostname, where))
+			stale = append(stale, fmt.Sprintf("%s (%s) is not on %s any more%s", pd.ID, planned, hostName(inv), where))
 			continue
 		}
 		var diff []string
@@ -350,7 +353,7 @@ func (a Applier) guard(p *Plan, cur *current, rep *ApplyReport) error {
 		}
 		content := d.Content()
 		if len(content) > 0 && !pd.Wipe {
-			problems = append(problems, fmt.Sprintf("%s (%s) %s; it is left untouched. If its content may be destroyed, re-plan with --wipe %s and apply with --yes",
+			problems = append(problems, fmt.Sprintf("%s (%s) holds data (%s); it is left untouched. If that may be destroyed, re-plan with --wipe %s and apply with --yes",
 				d.Name, pd.ID, strings.Join(content, "; "), d.Name))
 		}
 	}

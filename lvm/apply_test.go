@@ -325,3 +325,68 @@ func TestApplyExactArgvRecorded(t *testing.T) {
 		t.Errorf("argv:\n%v\nwant\n%v", got, want)
 	}
 }
+
+func TestApplyMakesTheFilesystemOnceAndNeverReformats(t *testing.T) {
+	l := newLab(t, PlanOptions{TablesFS: "ext4"})
+	if _, err := l.apply(t, ApplyOptions{Yes: true}); err != nil {
+		t.Fatal(err)
+	}
+	w := lvmfake.Writes(l.lvm.Calls)
+	mkfs := strings.Join(w[8], " ")
+	if mkfs != "mkfs.ext4 -U 0b3c2f1e-1111-4222-8333-444455556666 -L tables /dev/vg-hdd/tables" {
+		t.Fatalf("9th write %q", mkfs)
+	}
+	// again: the filesystem is there, nothing runs
+	a := l.applier(t)
+	a.ProbeLV = func(p string) ([]blockdev.Signature, error) {
+		return []blockdev.Signature{{Type: "ext4", UUID: "0b3c2f1e-1111-4222-8333-444455556666"}}, nil
+	}
+	l.lvm.Calls = nil
+	if _, err := a.Apply(context.Background(), l.plan, ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if w := lvmfake.Writes(l.lvm.Calls); len(w) != 0 {
+		t.Errorf("wrote %v", w)
+	}
+	// another filesystem on the LV: refused, not reformatted
+	a.ProbeLV = func(p string) ([]blockdev.Signature, error) {
+		return []blockdev.Signature{{Type: "xfs", UUID: "x"}}, nil
+	}
+	if _, err := a.Apply(context.Background(), l.plan, ApplyOptions{Yes: true}); err == nil || !strings.Contains(err.Error(), "does not reformat") {
+		t.Fatalf("err %v", err)
+	}
+	if w := lvmfake.Writes(l.lvm.Calls); len(w) != 0 {
+		t.Errorf("wrote %v", w)
+	}
+}
+
+// Without /dev/disk/by-id the plan names kernel devices; SCSI probing can
+// swap sda and sdb between boots (seen in the lab), and apply must notice.
+func TestApplyWithoutByIDRefusesShuffledNames(t *testing.T) {
+	l := &lab{host: fixture.LabGuest(), dir: t.TempDir(), lvm: lvmfake.New()}
+	for i := range l.host.Disks {
+		l.host.Disks[i].NoByID = true
+	}
+	if err := l.host.Write(filepath.Join(l.dir, "plan-time")); err != nil {
+		t.Fatal(err)
+	}
+	inv, err := blockdev.Read(context.Background(), blockdev.Options{Root: filepath.Join(l.dir, "plan-time")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.plan = mustPlan(t, inv, PlanOptions{})
+	if l.plan.Devices[0].Path != "/dev/sda" || !strings.Contains(strings.Join(l.plan.Warnings, "\n"), "sda has no /dev/disk/by-id link") {
+		t.Fatalf("path %s, warnings %v", l.plan.Devices[0].Path, l.plan.Warnings)
+	}
+	for _, d := range l.host.Disks {
+		l.lvm.Disk("/dev/"+d.Name, d.Size)
+	}
+	l.host.Disks[0].Serial, l.host.Disks[1].Serial = "HDD2", "HDD1" // next boot: sda and sdb swapped
+	_, err = l.apply(t, ApplyOptions{Yes: true})
+	if err == nil || !strings.Contains(err.Error(), "/dev/sda (now sda): serial HDD2, planned HDD1") {
+		t.Fatalf("err %v", err)
+	}
+	if len(l.lvm.Calls) != 0 {
+		t.Errorf("ran %v", l.lvm.Calls)
+	}
+}

@@ -217,7 +217,7 @@ func MakePlan(inv *blockdev.Inventory, opts PlanOptions) (*Plan, error) {
 	}
 
 	p := &Plan{
-		Version: PlanVersion, Created: opts.Now.UTC().Format(time.RFC3339), Host: inv.Hostname, Source: inv.Root,
+		Version: PlanVersion, Created: opts.Now.UTC().Format(time.RFC3339), Host: hostName(inv), Source: inv.Root,
 		InventoryFingerprint: inv.Fingerprint, SizedFor: "lvm2 2.03.16 (Debian 12)", ExtentSize: opts.ExtentSize,
 	}
 	if !inv.PVsKnown {
@@ -267,7 +267,7 @@ func MakePlan(inv *blockdev.Inventory, opts PlanOptions) (*Plan, error) {
 		pd := planDevice(inv, d, wipe[d.Name])
 		p.Devices = append(p.Devices, pd)
 		if len(pd.Found) > 0 && !pd.Wipe && !(d.PV != nil && (d.PV.VG == opts.HDDVG || d.PV.VG == opts.NVMeVG)) {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("%s %s: apply will refuse it; if its content may be destroyed, re-plan with --wipe %s",
+			p.Warnings = append(p.Warnings, fmt.Sprintf("%s holds data (%s): apply will refuse it; if that may be destroyed, re-plan with --wipe %s",
 				d.Name, strings.Join(pd.Found, "; "), d.Name))
 		}
 		if d.StableID == "" {
@@ -348,7 +348,7 @@ func checkUsable(d *blockdev.Device, inv *blockdev.Inventory, wipe bool, opts Pl
 		return out
 	}
 	if busy := d.Busy(); len(busy) > 0 {
-		out = append(out, fmt.Sprintf("%s is in use: %s; stop using it first (umount, swapoff, remove the holder) or leave it out", d.Name, strings.Join(busy, "; ")))
+		out = append(out, fmt.Sprintf("%s is in use: %s; stop using it first (umount, swapoff, remove the holder), or leave it out by naming the devices with --hdd/--nvme", d.Name, strings.Join(busy, "; ")))
 	}
 	if d.PV != nil && d.PV.VG != "" && d.PV.VG != opts.HDDVG && d.PV.VG != opts.NVMeVG && !wipe {
 		out = append(out, fmt.Sprintf("%s is a PV of another VG (%s); remove it from that VG (vgreduce/vgremove) or pass --wipe %s", d.Name, d.PV.VG, d.Name))

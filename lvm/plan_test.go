@@ -222,7 +222,33 @@ func TestPlanRefusals(t *testing.T) {
 		t.Errorf("512 asked on 512e: warnings %q", w)
 	}
 	p = mustPlan(t, busy, PlanOptions{HDDs: []string{"sda", "sdb", "sdj"}, AllowSizeMismatch: true})
-	if w := strings.Join(p.Warnings, "\n"); !strings.Contains(w, "sdj carries a ext4 signature") || !strings.Contains(w, "--wipe sdj") {
+	if w := strings.Join(p.Warnings, "\n"); !strings.Contains(w, "sdj holds data (ext4 signature at byte 1080)") || !strings.Contains(w, "--wipe sdj") {
 		t.Errorf("signature not flagged: %q", w)
+	}
+}
+
+func TestIntegrityBlockSizeRule(t *testing.T) {
+	dev := func(l, p int64) []*blockdev.Device {
+		return []*blockdev.Device{{Name: "x", LogicalBlockSize: l, PhysicalBlockSize: p}}
+	}
+	for _, c := range []struct {
+		lbs, pbs int64
+		asked    int
+		want     int
+		refuse   bool
+		warn     bool
+	}{
+		{4096, 4096, 0, 4096, false, false},
+		{4096, 4096, 512, 0, true, false}, // lvcreate refuses < 4096 on 4Kn
+		{512, 4096, 0, 4096, false, false},
+		{512, 4096, 512, 4096, false, true}, // 512e: silently 4096
+		{512, 512, 0, 4096, false, false},
+		{512, 512, 512, 512, false, false},
+		{512, 512, 1024, 1024, false, false},
+	} {
+		bs, why, warn, refuse := integrityBlockSize(dev(c.lbs, c.pbs), c.asked)
+		if bs != c.want || (len(refuse) > 0) != c.refuse || (len(warn) > 0) != c.warn || (!c.refuse && why == "") {
+			t.Errorf("%d/%d asked %d: got %d warn %v refuse %v why %q", c.lbs, c.pbs, c.asked, bs, warn, refuse, why)
+		}
 	}
 }

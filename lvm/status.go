@@ -121,6 +121,9 @@ func Status(ctx context.Context, r execx.Runner, opts StatusOptions) (*StatusRep
 		}
 		st.SyncPercent, st.SyncAction, st.RaidMismatches = top.SyncPercent, top.SyncAction, top.RaidMismatchCount
 		st.Problems = append(st.Problems, top.Problems()...)
+		if len(top.Attr) >= 5 && top.Attr[4] != 'a' {
+			st.Problems = append(st.Problems, fmt.Sprintf("%s/%s is not active (attr %s): its data cannot be read; lvm2 2.03.16 will not activate raid+integrity with a member missing (vgchange -ay --activationmode degraded is refused): bring the disk back, or see docs/lvm.md", w.vg, w.lv, top.Attr))
+		}
 		if top.IntegrityMode != "" {
 			st.Integrity = &Integrity{Enabled: true, Mode: top.IntegrityMode, BlockSize: top.IntegrityBlockSize}
 			st.IntegrityMism = top.IntegrityMismatches
@@ -132,8 +135,12 @@ func Status(ctx context.Context, r execx.Runner, opts StatusOptions) (*StatusRep
 			}
 			is.Problems = img.Problems()
 			st.Problems = append(st.Problems, is.Problems...)
-			if len(is.Devices) != 1 {
-				st.Problems = append(st.Problems, fmt.Sprintf("%s spans %d devices: reads are unbalanced", img.Name, len(is.Devices)))
+			switch {
+			case len(is.Devices) == 0:
+				is.Devices = []string{"[missing]"}
+				st.Problems = append(st.Problems, fmt.Sprintf("%s has lost its disk (lvs shows its PV as [unknown]): the array runs degraded; replace the disk", img.Name))
+			case len(is.Devices) > 1:
+				st.Problems = append(st.Problems, fmt.Sprintf("%s spans %d devices (%s): reads are unbalanced", img.Name, len(is.Devices), strings.Join(is.Devices, ", ")))
 			}
 			st.Images = append(st.Images, is)
 		}

@@ -235,3 +235,18 @@ func TestReplayParserAgreesWithProcfs(t *testing.T) {
 		}
 	}
 }
+
+func TestTrickleOfMetadataReadsStillIdle(t *testing.T) {
+	// dm-integrity tag reads on the unused half of each image: ~1 % of the data reads
+	s := seq(six, [][]uint64{{900, 910, 905, 9, 8, 10}, {880, 900, 920, 7, 9, 9}})
+	r := Evaluate([]Array{array(six...)}, s, DefaultThresholds())
+	if got := flags(r.Arrays[0]); got != "sda=over sdb=over sdc=over sdd=idle sde=idle sdf=idle" || r.Status != Critical {
+		t.Errorf("%s %s", r.Status, got)
+	}
+	// 10 % of the mean is not idle: under, by the thresholds
+	s = seq(six, [][]uint64{{900, 900, 900, 900, 900, 60}, {900, 900, 900, 900, 900, 60}})
+	r = Evaluate([]Array{array(six...)}, s, DefaultThresholds())
+	if got := r.Arrays[0].Members[5].Flag; got != FlagUnder {
+		t.Errorf("sdf at ~8%% of the mean: %s", got)
+	}
+}

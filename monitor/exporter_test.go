@@ -148,3 +148,27 @@ func readFile(p string) (string, error) {
 	b, err := os.ReadFile(p)
 	return string(b), err
 }
+
+func TestWatchTerminalRedraws(t *testing.T) {
+	var out strings.Builder
+	err := Watch(context.Background(), Env{Root: "testdata/derived/misbuilt"}, &out, WatchOptions{
+		Interval: 5 * time.Second, Count: 1, Terminal: true, Thresholds: DefaultThresholds(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	if strings.Count(s, "\x1b[H\x1b[2J") != 1 || !strings.Contains(s, "####################") || !strings.Contains(s, "idle") {
+		t.Errorf("terminal output:\n%s", s)
+	}
+}
+
+func TestWatchStopsOnCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out strings.Builder
+	err := Watch(ctx, Env{Root: "testdata/derived/balanced"}, &out, WatchOptions{Interval: time.Second, Thresholds: DefaultThresholds()})
+	if err == nil || !strings.Contains(err.Error(), "canceled") || out.Len() != 0 {
+		t.Errorf("cancelled before the first sample: err %v, out %q", err, out.String())
+	}
+}

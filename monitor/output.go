@@ -103,15 +103,16 @@ func writeArrayTable(w io.Writer, a ArrayResult, bars bool) {
 		level = a.Kind
 	}
 	fmt.Fprintf(w, "%s  %s  %d disks  %.1f reads/s  %s  %s\n", a.Name, level, len(a.Members), a.ReadsPerS, mbps(sumBytes(a)), a.Status)
-	idw := 2
+	idw, dw := 2, 8
 	for _, m := range a.Members {
 		idw = max(idw, len(m.ID))
+		dw = max(dw, len(m.Label()))
 	}
 	imw := 5
 	for _, m := range a.Members {
 		imw = max(imw, len(m.ImageLabel()))
 	}
-	fmt.Fprintf(w, "  %-8s %-*s %-*s %9s %9s %8s %6s %6s %6s  %s\n", "DISK", idw, "ID", imw, "IMAGE", "r/s", "MB/s", "r_await", "%util", "aqu", "share", "FLAG")
+	fmt.Fprintf(w, "  %-*s %-*s %-*s %9s %9s %8s %6s %6s %6s  %s\n", dw, "DISK", idw, "ID", imw, "IMAGE", "r/s", "MB/s", "r_await", "%util", "aqu", "share", "FLAG")
 	maxShare := 0.0
 	for _, m := range a.Members {
 		maxShare = max(maxShare, m.Share)
@@ -125,8 +126,8 @@ func writeArrayTable(w io.Writer, a ArrayResult, bars bool) {
 		if id == "" {
 			id = "-"
 		}
-		line := fmt.Sprintf("  %-8s %-*s %-*s %9.1f %9.2f %8.1f %6.1f %6.2f %5.1f%%  %s",
-			m.Label(), idw, id, imw, img, m.Rates.ReadsPerS, m.Rates.ReadBytesPerS/1e6, m.Rates.RAwaitMS,
+		line := fmt.Sprintf("  %-*s %-*s %-*s %9.1f %9.2f %8.1f %6.1f %6.2f %5.1f%%  %s",
+			dw, m.Label(), idw, id, imw, img, m.Rates.ReadsPerS, m.Rates.ReadBytesPerS/1e6, m.Rates.RAwaitMS,
 			m.Rates.UtilPercent, m.Rates.QueueSize, 100*m.Share, m.Flag)
 		if bars {
 			line += "  " + bar(m.Share, maxShare, 20)

@@ -1,9 +1,7 @@
 package monitor
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -227,9 +225,4 @@ func atoiOr(s string, def int) int {
 		return def
 	}
 	return n
-}
-
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil || !errors.Is(err, fs.ErrNotExist)
 }

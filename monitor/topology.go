@@ -18,6 +18,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tbhost/tbhost/integrity"
+	"github.com/tbhost/tbhost/internal/execx"
 	"github.com/tbhost/tbhost/lvm"
 )
 
@@ -143,7 +145,11 @@ func Discover(ctx context.Context, o DiscoverOptions) (Topology, error) {
 	if o.LVM != nil {
 		lvs, err = o.LVM.LVs(ctx)
 		if err != nil {
-			t.Notes = append(t.Notes, fmt.Sprintf("LVM report unavailable (%v): arrays found from /sys/block alone, without health or sync state", err))
+			if execx.NotFound(err) {
+				t.Notes = append(t.Notes, "lvm is not installed: LVM arrays found from /sys/block alone, without health or sync state")
+			} else {
+				t.Notes = append(t.Notes, fmt.Sprintf("LVM report unavailable (%v): arrays found from /sys/block alone, without health or sync state", err))
+			}
 		} else {
 			haveLVM = true
 			if pvs, err = o.LVM.PVs(ctx); err != nil {
@@ -285,6 +291,7 @@ func lvmArrays(root string, sb *SysBlock, all []lvm.LV, pvs []lvm.PV) []Array {
 			a.Problems = append(a.Problems, Problem{Critical, fmt.Sprintf("%s: not active (no device-mapper device %s); activate it with: vgchange -ay %s", a.Name, DMName(lv.VG, lv.Name), lv.VG)})
 		}
 		a.Problems = append(a.Problems, lvHealth(a.Name, lv)...)
+		a.Problems = append(a.Problems, integrityMismatches(all, lv)...)
 		if lv.Health == "partial" || (len(lv.Attr) >= 9 && lv.Attr[8] == 'p') {
 			a.Degraded = true
 		}
@@ -330,11 +337,20 @@ func lvHealth(name string, lv lvm.LV) []Problem {
 			p = append(p, Problem{Warning, fmt.Sprintf("%s: lv_attr %s: volume health %q", name, lv.Attr, string(c))})
 		}
 	}
-	if lv.IntegrityMismatches > 0 {
-		p = append(p, Problem{Warning, fmt.Sprintf("%s: %d integrity mismatches (blocks were repaired from parity; a disk returns bad data)", name, lv.IntegrityMismatches)})
-	}
 	if lv.RaidMismatchCount > 0 {
 		p = append(p, Problem{Warning, fmt.Sprintf("%s: raid_mismatch_count %d after the last check", name, lv.RaidMismatchCount)})
+	}
+	return p
+}
+
+// integrityMismatches are `tbhost integrity status`'s findings on mismatches:
+// per image, naming the disk, or on the array when no image owns them.
+func integrityMismatches(all []lvm.LV, lv lvm.LV) []Problem {
+	var p []Problem
+	for _, text := range integrity.ArrayStatusOf(all, lv).Problems {
+		if strings.Contains(text, "integrity mismatches") {
+			p = append(p, Problem{Warning, text})
+		}
 	}
 	return p
 }
@@ -466,7 +482,7 @@ func mdArrays(root string, sb *SysBlock) []Array {
 			a.Degraded = true
 			a.Problems = append(a.Problems, Problem{Critical, fmt.Sprintf("%s: degraded: %d of %d devices missing", n, md.Degraded, md.RaidDisks)})
 			for i := 0; i < md.Degraded; i++ {
-				a.Members = append(a.Members, Member{Images: []string{fmt.Sprintf("slot%d", len(slaves)+i)}, Missing: true, IntegrityMismatches: -1})
+				a.Members = append(a.Members, Member{Images: []string{fmt.Sprintf("slot%d", md.RaidDisks-md.Degraded+i)}, Missing: true, IntegrityMismatches: -1})
 			}
 		}
 		if md.ArrayState != "" && md.ArrayState != "clean" && md.ArrayState != "active" && md.ArrayState != "active-idle" && md.ArrayState != "write-pending" {

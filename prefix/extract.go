@@ -16,6 +16,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// Batching of directory and manifest fsyncs (see Extract).
+const (
+	flushEntries = 256
+	flushEvery   = time.Second
+)
+
+// ErrBusy: another extract is running on the store.
+var ErrBusy = errors.New("store busy")
+
 // ErrNoSpace: the store would not fit on its file system.
 var ErrNoSpace = errors.New("not enough free space in the store")
 
@@ -31,14 +40,23 @@ type Progress interface {
 type ExtractOptions struct {
 	Store string
 	Upto  Upto
-	Jobs  int  // parallel files; < 1 means 1
-	Force bool // rewrite prefixes that are already valid
+	// UptoByName overrides Upto per table (from a plan for a small store).
+	UptoByName map[string]Upto
+	Jobs       int  // parallel files; < 1 means 1
+	Force      bool // rewrite prefixes that are already valid
 	// Pause sleeps after each file: a test knob so a kill lands mid-run.
 	Pause time.Duration
 	// FreeSpace returns the bytes available to an unprivileged writer in dir;
 	// nil uses statfs.
 	FreeSpace func(dir string) (int64, error)
 	Progress  Progress // nil: silent
+}
+
+func (o ExtractOptions) uptoFor(name string) Upto {
+	if u, ok := o.UptoByName[name]; ok {
+		return u
+	}
+	return o.Upto
 }
 
 // Failure is a table that was reported and skipped.
@@ -82,6 +100,9 @@ func PrefixPath(store, table string) string { return filepath.Join(store, table+
 func Extract(ctx context.Context, parsed []Parsed, opt ExtractOptions) (*ExtractReport, error) {
 	start := time.Now()
 	rep := &ExtractReport{Store: opt.Store, Upto: opt.Upto.String(), Tables: len(parsed), Failed: []Failure{}}
+	if len(opt.UptoByName) > 0 {
+		rep.Upto = "per plan"
+	}
 	st, err := os.Stat(opt.Store)
 	if err != nil {
 		return rep, fmt.Errorf("store directory %s: %w (mount the NVMe array there, or create the directory)", opt.Store, err)
@@ -89,6 +110,11 @@ func Extract(ctx context.Context, parsed []Parsed, opt ExtractOptions) (*Extract
 	if !st.IsDir() {
 		return rep, fmt.Errorf("store %s is not a directory", opt.Store)
 	}
+	unlock, err := lockStore(opt.Store)
+	if err != nil {
+		return rep, err
+	}
+	defer unlock()
 	if err := removeTemps(opt.Store); err != nil {
 		return rep, err
 	}
@@ -104,12 +130,12 @@ func Extract(ctx context.Context, parsed []Parsed, opt ExtractOptions) (*Extract
 			rep.Failed = append(rep.Failed, Failure{Name: p.Name, Path: p.Path, Error: p.Err.Error()})
 			continue
 		}
-		if !opt.Force && upToDate(opt.Store, p, opt.Upto, man) {
+		if !opt.Force && upToDate(opt.Store, p, opt.uptoFor(p.Name), man) {
 			rep.Skipped++
 			continue
 		}
 		todo = append(todo, p)
-		need += OnDisk(p.Layout.PrefixLen(opt.Upto))
+		need += OnDisk(p.Layout.PrefixLen(opt.uptoFor(p.Name)))
 	}
 	need += int64(2 * 400 * (len(man) + len(todo))) // the manifest log and its compacted copy
 	rep.NeededBytes = need
@@ -133,7 +159,7 @@ func Extract(ctx context.Context, parsed []Parsed, opt ExtractOptions) (*Extract
 
 	var total int64
 	for _, p := range todo {
-		total += p.Layout.PrefixLen(opt.Upto)
+		total += p.Layout.PrefixLen(opt.uptoFor(p.Name))
 	}
 	prog := opt.Progress
 	if prog == nil {
@@ -159,9 +185,9 @@ func Extract(ctx context.Context, parsed []Parsed, opt ExtractOptions) (*Extract
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			buf := make([]byte, 1<<20)
+			buf := make([]byte, 3<<20) // three 1 MiB chunks: copy and digest overlap
 			for p := range work {
-				e, n, err := extractOne(ctx, p, opt.Store, opt.Upto, buf, prog)
+				e, n, err := extractOne(ctx, p, opt.Store, opt.uptoFor(p.Name), buf, prog)
 				results <- result{p: p, entry: e, read: n, err: err}
 				if opt.Pause > 0 {
 					select {
@@ -184,6 +210,29 @@ func Extract(ctx context.Context, parsed []Parsed, opt ExtractOptions) (*Extract
 	}()
 	go func() { wg.Wait(); close(results) }()
 
+	// Durability, batched: each prefix is fsynced before its rename; the
+	// renames are made durable by one directory fsync per batch, and only
+	// then are the batch's manifest lines written and fsynced. A crash can
+	// lose a batch's lines (those prefixes are redone), never record a
+	// prefix whose rename is not on disk.
+	var pending []ManifestEntry
+	lastFlush := time.Now()
+	flush := func() error {
+		if len(pending) == 0 {
+			return nil
+		}
+		if err := syncDir(opt.Store); err != nil {
+			return err
+		}
+		for _, e := range pending {
+			if err := log.write(e); err != nil {
+				return err
+			}
+		}
+		pending = pending[:0]
+		lastFlush = time.Now()
+		return log.sync()
+	}
 	var logErr error
 	for r := range results {
 		rep.BytesRead += r.read
@@ -192,13 +241,17 @@ func Extract(ctx context.Context, parsed []Parsed, opt ExtractOptions) (*Extract
 			prog.Done(r.p.Name, 0, r.err)
 			continue
 		}
-		if logErr == nil {
-			logErr = log.append(r.entry)
+		pending = append(pending, r.entry)
+		if logErr == nil && (len(pending) >= flushEntries || time.Since(lastFlush) >= flushEvery) {
+			logErr = flush()
 		}
 		man[r.entry.Name] = r.entry
 		rep.Written++
 		rep.BytesWritten += r.entry.Prefix
 		prog.Done(r.p.Name, r.entry.Prefix, nil)
+	}
+	if logErr == nil {
+		logErr = flush()
 	}
 	rep.Seconds = time.Since(start).Seconds()
 	if logErr != nil {
@@ -207,29 +260,50 @@ func Extract(ctx context.Context, parsed []Parsed, opt ExtractOptions) (*Extract
 	if err := ctx.Err(); err != nil {
 		return rep, fmt.Errorf("extract interrupted after %d prefixes (rerun to finish; finished prefixes are kept): %w", rep.Written, err)
 	}
-	if err := writeManifest(opt.Store, man); err != nil {
-		return rep, err
+	// Compact the log once superseded lines make up half of it.
+	if manifestLines(opt.Store) > 2*len(man) {
+		if err := writeManifest(opt.Store, man); err != nil {
+			return rep, err
+		}
 	}
 	return rep, nil
 }
 
-// upToDate: the manifest says this exact source was extracted at this level,
+// upToDate: the manifest says this table (same size and mtime) was extracted at this level,
 // and a file of the recorded length is in place (renamed in only when whole).
 func upToDate(store string, p Parsed, upto Upto, man Manifest) bool {
 	e, ok := man[p.Name]
 	if !ok || e.Upto != upto.String() || e.Prefix != p.Layout.PrefixLen(upto) || e.Size != p.Layout.Size {
 		return false
 	}
+	// The path may differ (the set was remounted elsewhere): size and mtime
+	// identify the table, as in verify.
 	src, err := os.Stat(p.Path)
 	if err != nil || mtimeNS(src) != e.MtimeNS || src.Size() != e.Size {
 		return false
 	}
-	abs, err := filepath.Abs(p.Path)
-	if err != nil || abs != e.Source {
-		return false
-	}
 	fi, err := os.Stat(PrefixPath(store, p.Name))
 	return err == nil && fi.Mode().IsRegular() && fi.Size() == e.Prefix
+}
+
+// LockName is the lock file that keeps two extracts out of one store.
+const LockName = ".tbhost-prefix.lock"
+
+// lockStore takes an exclusive flock on the store's lock file, or refuses.
+func lockStore(store string) (func(), error) {
+	path := filepath.Join(store, LockName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock store: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: another tbhost prefix extract holds %s; wait for it to finish", ErrBusy, path)
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
 }
 
 // removeTemps deletes temporary files left by an interrupted run.
@@ -293,8 +367,7 @@ func extractOne(ctx context.Context, p Parsed, store string, upto Upto, buf []by
 	h := sha256.New()
 	check := l.NewChecker()
 	cw := &countWriter{prog: prog}
-	r := io.NewSectionReader(src, 0, plen)
-	n, err := io.CopyBuffer(io.MultiWriter(out, h, check, cw), ctxReader{ctx, r}, buf)
+	n, err := copyAndDigest(ctx, out, io.NewSectionReader(src, 0, plen), io.MultiWriter(h, check, cw), buf)
 	if err != nil {
 		return fail(fmt.Errorf("copy prefix of %s: %w", p.Path, err))
 	}
@@ -321,9 +394,6 @@ func extractOne(ctx context.Context, p Parsed, store string, upto Upto, buf []by
 		os.Remove(tmp)
 		return ManifestEntry{}, n, fmt.Errorf("rename into %s: %w", final, err)
 	}
-	if err := syncDir(store); err != nil {
-		return ManifestEntry{}, n, err
-	}
 	abs, err := filepath.Abs(p.Path)
 	if err != nil {
 		return ManifestEntry{}, n, fmt.Errorf("absolute path of %s: %w", p.Path, err)
@@ -335,17 +405,61 @@ func extractOne(ctx context.Context, p Parsed, store string, upto Upto, buf []by
 	}, n, nil
 }
 
-// ctxReader stops a long copy when the context is cancelled.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
+// copyAndDigest copies r to out while a second goroutine feeds the same
+// bytes to digest (hash and checker), so hashing overlaps the I/O. buf is
+// split into three rotating chunks. It stops early on a digest error or a
+// cancelled context.
+func copyAndDigest(ctx context.Context, out io.Writer, r io.Reader, digest io.Writer, buf []byte) (int64, error) {
+	const nbuf = 3
+	size := len(buf) / nbuf
+	free := make(chan []byte, nbuf)
+	for i := 0; i < nbuf; i++ {
+		free <- buf[i*size : (i+1)*size]
 	}
-	return c.r.Read(p)
+	full := make(chan []byte, nbuf)
+	digestErr := make(chan error, 1)
+	go func() {
+		var err error
+		for b := range full {
+			if err == nil {
+				_, err = digest.Write(b)
+			}
+			free <- b[:cap(b)]
+		}
+		digestErr <- err
+	}()
+	var n int64
+	var err error
+	for {
+		if err = ctx.Err(); err != nil {
+			break
+		}
+		b := <-free
+		m, rerr := io.ReadFull(r, b)
+		if m > 0 {
+			if _, werr := out.Write(b[:m]); werr != nil {
+				err = werr
+				free <- b
+				break
+			}
+			n += int64(m)
+			full <- b[:m]
+		} else {
+			free <- b
+		}
+		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+			break
+		}
+		if rerr != nil {
+			err = rerr
+			break
+		}
+	}
+	close(full)
+	if derr := <-digestErr; err == nil {
+		err = derr
+	}
+	return n, err
 }
 
 type nopProgress struct{}

@@ -92,3 +92,44 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzChecker streams hostile prefix bytes (a damaged store file) through the
+// checker of a valid layout: never a panic, and only the true prefix passes.
+func FuzzChecker(f *testing.F) {
+	specs := goodSpecs()
+	layouts := make([]*Layout, len(specs))
+	valid := make([][]byte, len(specs))
+	for i, s := range specs {
+		tb, err := prefixtest.Build(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		l, err := Parse(s.Name, bytes.NewReader(tb.Bytes), int64(len(tb.Bytes)))
+		if err != nil {
+			f.Fatal(err)
+		}
+		layouts[i], valid[i] = l, tb.Bytes[:l.Prefix]
+		f.Add(uint8(i), valid[i], uint16(7))
+		f.Add(uint8(i), tb.Bytes[:l.SparsePrefix], uint16(1))
+	}
+	f.Fuzz(func(t *testing.T, which uint8, p []byte, chunk uint16) {
+		i := int(which) % len(layouts)
+		c := layouts[i].NewChecker()
+		step := int(chunk)%4096 + 1
+		var err error
+		for rest := p; len(rest) > 0 && err == nil; {
+			n := min(step, len(rest))
+			_, err = c.Write(rest[:n])
+			rest = rest[n:]
+		}
+		if err == nil {
+			err = c.Close()
+		}
+		if bytes.Equal(p, valid[i]) && err != nil {
+			t.Fatalf("the true prefix fails: %v", err)
+		}
+		if err == nil && int64(len(p)) == layouts[i].Prefix && !bytes.Equal(p[:layouts[i].Header.Size], valid[i][:layouts[i].Header.Size]) {
+			t.Fatal("a prefix with a different header passed")
+		}
+	})
+}

@@ -259,7 +259,16 @@ func parse(name string, r io.ReaderAt, size int64) (*Layout, error) {
 	}
 	n := int64(mat.pieces)
 
-	// Header: per file, order byte(s) and the piece bytes.
+	// Header: per file, order byte(s) and the piece bytes. Reads below ask
+	// for everything known to be header so far (each pairs description is
+	// at least 2 bytes, a compressed one at least 14), so a header takes few
+	// preads and never reads past its end.
+	numSubs := int64(files * sides)
+	pairsStart := 5 + int64(files)*(1+pp+n)
+	pairsStart += pairsStart & 1
+	if err := h.need(pairsStart + 2*numSubs); err != nil {
+		return nil, err
+	}
 	off := int64(5)
 	pieces := make([][]byte, files)
 	for f := 0; f < files; f++ {
@@ -293,7 +302,8 @@ func parse(name string, r io.ReaderAt, size int64) (*Layout, error) {
 	for f := 0; f < files; f++ {
 		for s := 0; s < sides; s++ {
 			st := Subtable{File: f, Side: s}
-			if err := h.need(off + 1); err != nil {
+			rest := 2 * (numSubs - int64(len(subs)) - 1) // later descriptions, at least 2 bytes each
+			if err := h.need(off + 2 + rest); err != nil {
 				return nil, err
 			}
 			st.Flags = h.u8(off)
@@ -303,16 +313,13 @@ func parse(name string, r io.ReaderAt, size int64) (*Layout, error) {
 			}
 			st.TBSize = tb
 			if st.Flags&0x80 != 0 {
-				if err := h.need(off + 2); err != nil {
-					return nil, err
-				}
 				st.SingleValue = true
 				off += 2
 				subs = append(subs, st)
 				sparse, blen, data = append(sparse, 0), append(blen, 0), append(data, 0)
 				continue
 			}
-			if err := h.need(off + 10); err != nil {
+			if err := h.need(off + 14 + rest); err != nil {
 				return nil, err
 			}
 			st.BlockSizeLog = h.u8(off + 1)
@@ -328,12 +335,12 @@ func parse(name string, r io.ReaderAt, size int64) (*Layout, error) {
 				return nil, fmt.Errorf("%w: subtable %d/%d: no blocks but not single-value", ErrInconsistent, f, s)
 			}
 			hh := int64(maxLen) - int64(minLen) + 1
-			if err := h.need(off + 12 + 2*hh); err != nil {
+			if err := h.need(off + 12 + 2*hh + rest); err != nil {
 				return nil, err
 			}
 			numSyms := h.u16(off + 10 + 2*hh)
 			off += 12 + 2*hh + 3*numSyms + (numSyms & 1)
-			if err := h.need(off); err != nil {
+			if err := h.need(off + rest); err != nil {
 				return nil, err
 			}
 			// Sizes, refused before they can overflow: everything must fit in the file.
@@ -354,27 +361,45 @@ func parse(name string, r io.ReaderAt, size int64) (*Layout, error) {
 		}
 	}
 
-	// DTZ value maps.
+	// DTZ value maps: 4 per mapped subtable, each at least its count (1 byte,
+	// or 2 when wide).
 	if kind == DTZ {
+		var mins []int64
+		for _, st := range subs {
+			if st.Flags&0x02 != 0 {
+				w := int64(1)
+				if st.Flags&0x10 != 0 {
+					w = 2
+				}
+				mins = append(mins, w, w, w, w)
+			}
+		}
+		restAfter := func(k int) int64 {
+			var r int64
+			for _, m := range mins[k+1:] {
+				r += m
+			}
+			return r
+		}
+		k := 0
 		for _, st := range subs {
 			if st.Flags&0x02 == 0 {
 				continue
 			}
-			if st.Flags&0x10 != 0 { // wide: u16 counts and values, even-aligned
+			wide := st.Flags&0x10 != 0
+			if wide { // u16 counts and values, even-aligned
 				off += off & 1
-				for i := 0; i < 4; i++ {
-					if err := h.need(off + 2); err != nil {
-						return nil, err
-					}
-					off += 2 + 2*h.u16(off)
+			}
+			for i := 0; i < 4; i++ {
+				if err := h.need(off + mins[k] + restAfter(k)); err != nil {
+					return nil, err
 				}
-			} else {
-				for i := 0; i < 4; i++ {
-					if err := h.need(off + 1); err != nil {
-						return nil, err
-					}
+				if wide {
+					off += 2 + 2*h.u16(off)
+				} else {
 					off += 1 + int64(h.u8(off))
 				}
+				k++
 			}
 		}
 		off += off & 1
@@ -424,7 +449,11 @@ func checkMagic(h *headReader, kind Kind) error {
 	if h.size < 4 {
 		return fmt.Errorf("%w: %d bytes, too short even for the magic number", ErrTruncated, h.size)
 	}
-	if err := h.need(4); err != nil {
+	first := int64(4)
+	if h.size >= 5 {
+		first = 5 // the layout byte too: one read
+	}
+	if err := h.need(first); err != nil {
 		return err
 	}
 	var got [4]byte

@@ -40,6 +40,15 @@ type ManifestEntry struct {
 // Manifest maps table names to their entries.
 type Manifest map[string]ManifestEntry
 
+// manifestLines counts the lines of the store's manifest (0 if absent).
+func manifestLines(store string) int {
+	b, err := os.ReadFile(filepath.Join(store, ManifestName))
+	if err != nil {
+		return 0
+	}
+	return bytes.Count(b, []byte("\n"))
+}
+
 // LoadManifest reads the store's manifest; a missing manifest is empty.
 // Lines that do not decode (a crash while appending) are skipped.
 func LoadManifest(store string) (Manifest, error) {
@@ -96,8 +105,8 @@ func openManifestLog(store string) (*manifestLog, error) {
 	return &manifestLog{f: f, w: bufio.NewWriter(f)}, nil
 }
 
-// append writes one line and fsyncs it: once it returns, the entry survives a crash.
-func (m *manifestLog) append(e ManifestEntry) error {
+// write buffers one line; sync makes the written lines durable.
+func (m *manifestLog) write(e ManifestEntry) error {
 	b, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("encode manifest entry: %w", err)
@@ -105,6 +114,10 @@ func (m *manifestLog) append(e ManifestEntry) error {
 	if _, err := m.w.Write(append(b, '\n')); err != nil {
 		return fmt.Errorf("append to manifest: %w", err)
 	}
+	return nil
+}
+
+func (m *manifestLog) sync() error {
 	if err := m.w.Flush(); err != nil {
 		return fmt.Errorf("append to manifest: %w", err)
 	}

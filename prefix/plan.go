@@ -118,3 +118,14 @@ func MakePlan(layouts []*Layout, capacity int64) Plan {
 	}
 	return p
 }
+
+// UptoByName returns each table's planned level, for ExtractOptions.
+func (p Plan) UptoByName() map[string]Upto {
+	m := make(map[string]Upto, len(p.Entries))
+	for _, e := range p.Entries {
+		if u, err := ParseUpto(e.Upto); err == nil {
+			m[e.Name] = u
+		}
+	}
+	return m
+}

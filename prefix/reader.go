@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 )
@@ -20,6 +19,7 @@ type Reader struct {
 	table, prefix *os.File
 	layout        *Layout
 	plen          int64
+	split         SplitReaderAt
 }
 
 // Open opens table through the prefix store at store. It refuses a prefix
@@ -84,6 +84,7 @@ func OpenPrefix(tablePath, prefixPath string) (*Reader, error) {
 		r.Close()
 		return nil, err
 	}
+	r.split = SplitReaderAt{Name: l.Name, Prefix: pf, PrefixLen: r.plen, Table: table, Size: l.Size}
 	return r, nil
 }
 
@@ -116,35 +117,8 @@ func (r *Reader) PrefixLen() int64 { return r.plen }
 // Size is the table's size.
 func (r *Reader) Size() int64 { return r.layout.Size }
 
-// ReadAt implements io.ReaderAt over the whole table.
-func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
-	if off < 0 {
-		return 0, fmt.Errorf("%s: read at negative offset %d", r.layout.Name, off)
-	}
-	if off >= r.layout.Size {
-		return 0, io.EOF
-	}
-	n := 0
-	if off < r.plen {
-		k := int(min(int64(len(p)), r.plen-off))
-		m, err := r.prefix.ReadAt(p[:k], off)
-		n += m
-		if m < k {
-			if err == nil || errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF // the prefix shrank under us
-			}
-			return n, fmt.Errorf("%s: read prefix: %w", r.layout.Name, err)
-		}
-	}
-	if n < len(p) {
-		m, err := r.table.ReadAt(p[n:], off+int64(n))
-		n += m
-		if err != nil {
-			return n, err // io.EOF at the end of the table, as os.File
-		}
-	}
-	return n, nil
-}
+// ReadAt implements io.ReaderAt over the whole table (os.File.ReadAt is pread).
+func (r *Reader) ReadAt(p []byte, off int64) (int, error) { return r.split.ReadAt(p, off) }
 
 // Close closes both files.
 func (r *Reader) Close() error {

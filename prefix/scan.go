@@ -18,7 +18,8 @@ type Source struct {
 	Name string // base name, KRvK.rtbw
 }
 
-// FindTables walks dirs (recursively) for files ending in .rtbw or .rtbz.
+// FindTables walks dirs (recursively; a dir may be a symlink) for files
+// ending in .rtbw or .rtbz (regular files or symlinks to them).
 // Other files are ignored. The same table name under two directories is an
 // error: the store holds one prefix per name.
 func FindTables(dirs []string) ([]Source, error) {
@@ -32,7 +33,13 @@ func FindTables(dirs []string) ([]Source, error) {
 		if !st.IsDir() {
 			return nil, fmt.Errorf("table directory %s is not a directory", dir)
 		}
-		err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		// A table directory is often a symlink to the array's mount: walk its
+		// target (symlinked subdirectories below are not followed).
+		root, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			return nil, fmt.Errorf("table directory: %w", err)
+		}
+		err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return fmt.Errorf("scan %s: %w", path, err)
 			}

@@ -8,9 +8,8 @@ import (
 
 // SplitReaderAt serves a table from two caller-opened io.ReaderAt (mmaped
 // files, for instance): the first PrefixLen bytes from Prefix, the rest
-// from Table, splitting a read that straddles the boundary, as Reader does
-// with pread. It checks nothing: validate the pair with Open first.
-// Added for bench (mmap through the store); Reader could share this logic.
+// from Table, splitting a read that straddles the boundary. Reader uses it
+// over its two files (pread). It checks nothing: validate the pair with Open first.
 type SplitReaderAt struct {
 	Name      string // table name, for errors
 	Prefix    io.ReaderAt

@@ -202,8 +202,11 @@ func TestExtractRefusesWhenStoreTooSmall(t *testing.T) {
 	if !errors.Is(err, ErrNoSpace) || !strings.Contains(err.Error(), store) {
 		t.Fatalf("got %v, want ErrNoSpace naming the store", err)
 	}
-	if ents, _ := os.ReadDir(store); len(ents) != 0 {
-		t.Fatalf("refused run wrote %d files", len(ents))
+	ents, _ := os.ReadDir(store)
+	for _, e := range ents {
+		if e.Name() != LockName {
+			t.Errorf("refused run wrote %s", e.Name())
+		}
 	}
 }
 
@@ -544,5 +547,39 @@ func TestCheckerStreamsInAnyChunks(t *testing.T) {
 		if _, err := l.NewChecker().Write(tb.Bytes[:l.Prefix+1]); err == nil {
 			t.Errorf("%s: a prefix one byte too long passed", s.Name)
 		}
+	}
+}
+
+func TestExtractRefusesConcurrentRun(t *testing.T) {
+	tables, _ := writeSet(t)
+	store := t.TempDir()
+	unlock, err := lockStore(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcs, _ := FindTables([]string{tables})
+	_, err = Extract(context.Background(), ParseAll(context.Background(), srcs, 1), ExtractOptions{Store: store})
+	if !errors.Is(err, ErrBusy) {
+		t.Fatalf("second extract: %v, want ErrBusy", err)
+	}
+	unlock()
+	extract(t, tables, store, ExtractOptions{})
+	if v := verify(t, tables, store, false); len(v.Findings) != 0 {
+		t.Fatalf("the lock file is not a finding: %+v", v.Findings)
+	}
+}
+
+func TestFindTablesFollowsSymlinkedRoot(t *testing.T) {
+	tables, set := writeSet(t)
+	link := filepath.Join(t.TempDir(), "syzygy")
+	if err := os.Symlink(tables, link); err != nil {
+		t.Skip(err)
+	}
+	srcs, err := FindTables([]string{link})
+	if err != nil || len(srcs) != len(set) {
+		t.Fatalf("%d tables via a symlink (%v), want %d", len(srcs), err, len(set))
+	}
+	if _, err := FindTables([]string{tables, link}); err == nil || !strings.Contains(err.Error(), "two places") {
+		t.Fatalf("same tables twice: %v", err)
 	}
 }

@@ -42,9 +42,10 @@ func (f Finding) String() string {
 
 // VerifyOptions configure Verify.
 type VerifyOptions struct {
-	Store string
-	Full  bool // reread the tables' prefix bytes and compare (HDD reads)
-	Jobs  int
+	Store    string
+	Full     bool // reread the tables' prefix bytes and compare (HDD reads)
+	Jobs     int
+	Progress Progress // nil: silent; Advance/Done once per table
 }
 
 // VerifyReport is the result of Verify; Findings is empty when all is well.
@@ -74,6 +75,21 @@ func Verify(ctx context.Context, sources []Source, opt VerifyOptions) (*VerifyRe
 	if jobs < 1 {
 		jobs = 1
 	}
+	prog := opt.Progress
+	if prog == nil {
+		prog = nopProgress{}
+	}
+	var total int64
+	for _, s := range sources {
+		if e, ok := man[s.Name]; ok {
+			total += e.Prefix
+			if opt.Full {
+				total += e.Prefix
+			}
+		}
+	}
+	prog.Begin(len(sources), total)
+	defer prog.End()
 	findings := make([][]Finding, len(sources))
 	read := make([]int64, len(sources))
 	work := make(chan int)
@@ -88,6 +104,8 @@ func Verify(ctx context.Context, sources []Source, opt VerifyOptions) (*VerifyRe
 				}
 				e, has := man[sources[i].Name]
 				findings[i], read[i] = verifyOne(sources[i], opt.Store, e, has, opt.Full)
+				prog.Advance(read[i])
+				prog.Done(sources[i].Name, read[i], nil)
 			}
 		}()
 	}
@@ -174,7 +192,7 @@ func verifyOne(src Source, store string, e ManifestEntry, has, full bool) ([]Fin
 		if err != nil {
 			add(FindCorrupt, ppath, "%v", err)
 		} else if !same {
-			add(FindStale, ppath, "prefix bytes differ from the table's first %d bytes; rerun extract --force", pst.Size())
+			add(FindStale, ppath, "prefix bytes differ from the table's first %d bytes; remove %s and rerun extract", pst.Size(), ppath)
 		}
 		return out, n
 	}
@@ -185,10 +203,10 @@ func verifyOne(src Source, store string, e ManifestEntry, has, full bool) ([]Fin
 	}
 	switch {
 	case pst.Size() < e.Prefix:
-		add(FindTruncated, ppath, "prefix is %d bytes, %d were extracted; rerun extract --force", pst.Size(), e.Prefix)
+		add(FindTruncated, ppath, "prefix is %d bytes, %d were extracted; rerun extract (it rewrites prefixes of the wrong length)", pst.Size(), e.Prefix)
 		return out, 0
 	case pst.Size() > e.Prefix:
-		add(FindWrongLength, ppath, "prefix is %d bytes, %d were extracted; rerun extract --force", pst.Size(), e.Prefix)
+		add(FindWrongLength, ppath, "prefix is %d bytes, %d were extracted; rerun extract (it rewrites prefixes of the wrong length)", pst.Size(), e.Prefix)
 		return out, 0
 	}
 	// The store's own bytes: hash them and check them against the header they carry.
@@ -196,9 +214,9 @@ func verifyOne(src Source, store string, e ManifestEntry, has, full bool) ([]Fin
 	read := n
 	switch {
 	case cerr != nil:
-		add(FindCorrupt, ppath, "%v; rerun extract --force", cerr)
+		add(FindCorrupt, ppath, "%v; remove %s and rerun extract", cerr, ppath)
 	case sum != e.SHA256:
-		add(FindCorrupt, ppath, "SHA-256 %s, the manifest recorded %s; rerun extract --force", sum, e.SHA256)
+		add(FindCorrupt, ppath, "SHA-256 %s, the manifest recorded %s; remove %s and rerun extract", sum, e.SHA256, ppath)
 	}
 	if full {
 		l, err := ParseFile(src.Path)
@@ -215,7 +233,7 @@ func verifyOne(src Source, store string, e ManifestEntry, has, full bool) ([]Fin
 		if err != nil {
 			add(FindBadTable, src.Path, "read table: %v", err)
 		} else if tsum != e.SHA256 {
-			add(FindStale, src.Path, "the table's first %d bytes hash to %s, the prefix was extracted as %s: the table changed; rerun extract --force", e.Prefix, tsum, e.SHA256)
+			add(FindStale, src.Path, "the table's first %d bytes hash to %s, the prefix was extracted as %s: the table changed; remove %s and rerun extract", e.Prefix, tsum, e.SHA256, ppath)
 		}
 	}
 	return out, read

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,7 +90,7 @@ func recordedLVS(t *testing.T, fixture string, names ...string) *execx.Recorded 
 }
 
 func TestIntegrityStatusCleanThenMismatch(t *testing.T) {
-	code, out, stderr := runTB(t, recordedLVS(t, "lvs-a-2.03.16-tables-clean.json", "vg-hdd/tables"), "integrity", "status", "vg-hdd/tables")
+	code, out, stderr := runTB(t, recordedLVS(t, "lvs-a-2.03.16-tables-clean.json", "vg-hdd"), "integrity", "status", "vg-hdd/tables")
 	if code != 0 || !strings.Contains(out, "OK vg-hdd/tables") || !strings.Contains(out, "/dev/sdf") {
 		t.Fatalf("clean: exit %d\n%s%s", code, out, stderr)
 	}
@@ -119,5 +120,95 @@ func TestIntegrityStatusLVMFailureIsCannotRun(t *testing.T) {
 	rec := execx.NewRecorded().On(execx.Reply{Stderr: "  /dev/mapper/control: open failed: No such device", ExitCode: 5}, lvm.LVsArgv()...)
 	if code, _, stderr := runTB(t, rec, "integrity", "status"); code != cliutil.ExitCannotRun || !strings.Contains(stderr, "mapper/control") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// scrubRoot is a --root tree whose /dev/mapper holds regular files standing
+// in for the six image devices of vg-hdd/tables, plus a /proc/diskstats.
+func scrubRoot(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	m := filepath.Join(root, "dev/mapper")
+	os.MkdirAll(m, 0o755)
+	for i := 0; i < 6; i++ {
+		os.WriteFile(filepath.Join(m, fmt.Sprintf("vg--hdd-tables_rimage_%d", i)), make([]byte, 3<<20), 0o644)
+	}
+	os.WriteFile(filepath.Join(m, "vg--hdd-tables"), make([]byte, 15<<20), 0o644)
+	os.MkdirAll(filepath.Join(root, "proc"), 0o755)
+	os.MkdirAll(filepath.Join(root, "sys"), 0o755)
+	b, _ := os.ReadFile("../../integrity/testdata/diskstats/t0/proc/diskstats")
+	os.WriteFile(filepath.Join(root, "proc/diskstats"), b, 0o644)
+	return root
+}
+
+func TestIntegrityScrubCleanThenCountersRise(t *testing.T) {
+	root := scrubRoot(t)
+	state := filepath.Join(t.TempDir(), "scrub.json")
+	rec := recordedLVS(t, "lvs-a-2.03.16-tables-clean.json", "vg-hdd")
+	code, out, stderr := runTB(t, rec, "--root", root, "integrity", "scrub", "--state", state, "--rate", "0", "vg-hdd/tables")
+	if code != 0 || !strings.Contains(out, "pass 1 complete") || !strings.Contains(out, "tables_rimage_5  /dev/sdf") {
+		t.Fatalf("clean scrub: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if !strings.Contains(out, "note: kernel log not readable") {
+		t.Errorf("an unreadable kernel log must be mentioned:\n%s", out)
+	}
+	// second run: pass 2; the counters rose on image 2 meanwhile -> exit 1 naming /dev/sdc
+	rec = recordedLVS(t, "lvs-a-2.03.16-tables-clean.json", "vg-hdd")
+	b, _ := os.ReadFile("../../integrity/testdata/lvs-a-2.03.16-tables-mismatch-sdc.json")
+	rec.On(execx.Reply{Stdout: string(b)}, lvm.LVsArgv("vg-hdd")...)
+	code, out, _ = runTB(t, rec, "--root", root, "integrity", "scrub", "--json", "--state", state, "--rate", "1GiB/s", "vg-hdd/tables")
+	var rep struct {
+		Result struct {
+			Pass   int
+			Passes []struct{ Pass int } `json:"passes_completed"`
+		}
+		Problems []string
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 1 {
+		t.Fatalf("exit %d %v\n%s", code, err, out)
+	}
+	if rep.Result.Pass != 2 || len(rep.Result.Passes) != 2 || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], "tables_rimage_2 on /dev/sdc: integrity mismatches 0 -> 5") {
+		t.Fatalf("%+v", rep)
+	}
+}
+
+func TestIntegrityScrubRefusals(t *testing.T) {
+	root := scrubRoot(t)
+	state := filepath.Join(t.TempDir(), "scrub.json")
+	os.WriteFile(state, []byte(`{"version":1,"identity":"some-other-uuid","pass":4,"images":{}}`), 0o644)
+	rec := recordedLVS(t, "lvs-a-2.03.16-tables-clean.json", "vg-hdd")
+	code, _, stderr := runTB(t, rec, "--root", root, "integrity", "scrub", "--state", state, "vg-hdd/tables")
+	if code != 1 || !strings.Contains(stderr, "some-other-uuid") {
+		t.Fatalf("another array's state: exit %d, %q", code, stderr)
+	}
+	for _, args := range [][]string{
+		{"integrity", "scrub"},
+		{"integrity", "scrub", "tables"},
+		{"integrity", "scrub", "--budget", "1h", "--until", "06:00", "vg/lv"},
+		{"integrity", "scrub", "--until", "25:99", "vg/lv"},
+		{"integrity", "scrub", "--chunk", "1000", "vg/lv"},
+	} {
+		if code, _, stderr := runTB(t, nil, args...); code != cliutil.ExitUsage {
+			t.Errorf("%v: exit %d, want 2 (%q)", args, code, stderr)
+		}
+	}
+}
+
+func TestIntegrityScrubSyncactionNeverRepairs(t *testing.T) {
+	rec := recordedLVS(t, "lvs-a-2.03.16-tables-clean.json", "vg-hdd")
+	for _, f := range []string{"lvs-a-2.03.16-tables-check-running.json", "lvs-a-2.03.16-tables-clean.json"} {
+		b, _ := os.ReadFile("../../integrity/testdata/" + f)
+		rec.On(execx.Reply{Stdout: string(b)}, lvm.LVsArgv("vg-hdd")...)
+	}
+	rec.On(execx.Reply{}, "lvm", "lvchange", "--syncaction", "check", "vg-hdd/tables")
+	// --budget bounds the wait: one poll (5 s) at most, then the check goes on in the kernel
+	code, out, stderr := runTB(t, rec, "integrity", "scrub", "--syncaction", "--budget", "1s", "vg-hdd/tables")
+	if code != 0 || !strings.Contains(out, "ran: lvm lvchange --syncaction check vg-hdd/tables") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	for _, c := range rec.Calls {
+		if strings.Contains(strings.Join(c, " "), "repair") {
+			t.Fatalf("ran %q", c)
+		}
 	}
 }

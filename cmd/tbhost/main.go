@@ -12,6 +12,7 @@ import (
 	"github.com/tbhost/tbhost/cmd/tbhost/commands/benchcmd"
 	"github.com/tbhost/tbhost/cmd/tbhost/commands/integritycmd"
 	"github.com/tbhost/tbhost/cmd/tbhost/commands/inventorycmd"
+	"github.com/tbhost/tbhost/cmd/tbhost/commands/labcmd"
 	"github.com/tbhost/tbhost/cmd/tbhost/commands/lvmcmd"
 	"github.com/tbhost/tbhost/cmd/tbhost/commands/monitorcmd"
 	"github.com/tbhost/tbhost/cmd/tbhost/commands/playbookcmd"
@@ -70,6 +71,7 @@ func commands() []*cli.Command {
 		integritycmd.Command(),
 		playbookcmd.Command(),
 		benchcmd.Command(),
+		labcmd.Command(),
 	}
 }
 

@@ -176,3 +176,36 @@ func TestMonitorWatchPlainLines(t *testing.T) {
 		t.Error("escape codes when piped")
 	}
 }
+
+func TestMonitorServeBadListenCannotRun(t *testing.T) {
+	code, _, stderr := runTB(t, nil, "--root", fixtures+"balanced", "monitor", "serve", "--listen", "256.0.0.1:1")
+	if code != 3 || !strings.Contains(stderr, "256.0.0.1:1") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
+
+func TestMonitorWithoutSubcommandIsUsage(t *testing.T) {
+	code, _, _ := runTB(t, nil, "monitor", "nope")
+	if code != 2 {
+		t.Fatalf("exit %d", code)
+	}
+}
+
+// The acceptance items on REAL lab captures (monitor/testdata/captured).
+func TestMonitorCheckRealCaptures(t *testing.T) {
+	const captured = "../../monitor/testdata/captured/"
+	code, out, _ := runTB(t, nil, "--root", captured+"raid5-no-stripes", "monitor", "check", "vg-hdd/tables")
+	if first := strings.SplitN(out, "\n", 2)[0]; code != 2 || !strings.Contains(first, "sdc, sde, sdf idle") {
+		t.Errorf("misbuilt: exit %d, summary %q", code, first)
+	}
+	code, out, _ = runTB(t, nil, "--root", captured+"raid5-integrity-stripes5", "monitor", "check", "vg-hdd/tables")
+	if code != 0 || !strings.HasPrefix(out, "OK: vg-hdd/tables balanced (6 disks") {
+		t.Errorf("balanced: exit %d\n%s", code, out)
+	}
+	for _, c := range []string{"raid5-missing-member-boot", "raid5-member-dropped"} {
+		code, out, _ = runTB(t, nil, "--root", captured+c, "monitor", "check", "--json", "vg-hdd/tables")
+		if code != 2 || !strings.Contains(out, `"disk": "missing:tables_rimage_2"`) || !strings.Contains(out, `"flag": "missing"`) {
+			t.Errorf("%s: exit %d\n%s", c, code, out)
+		}
+	}
+}

@@ -23,7 +23,7 @@ func BenchmarkProbeRequest(b *testing.B) {
 			c.Close()
 		}
 	}()
-	p, err := newProber(set.tables, readers, DefaultMix, 1)
+	p, err := newProber(set.tables, readers, DefaultMix(), 1, Weighting{By: "positions"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -26,6 +25,9 @@ type Load struct {
 	// (no coordinated omission). 0 means closed loop: each client sends its
 	// next request as soon as the previous one has finished.
 	Rate float64
+	// Progress, when set, is called about once a second from a separate
+	// goroutine with the number of finished requests (for progress bars).
+	Progress func(done, total int64)
 }
 
 // Validate checks the load for nonsense values and names the flag at fault.
@@ -121,8 +123,24 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 	if err := load.Validate(); err != nil {
 		return nil, err
 	}
-	var next atomic.Int64
+	var next, done atomic.Int64
 	start := time.Now()
+	if load.Progress != nil {
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+					load.Progress(done.Load(), load.Requests)
+				}
+			}
+		}()
+	}
 	var interval time.Duration
 	if load.Rate > 0 {
 		interval = time.Duration(float64(time.Second) / load.Rate)
@@ -157,8 +175,9 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 				end := time.Now()
 				lat := end.Sub(begin)
 				warm := seq < load.Warmup
+				done.Add(1)
 				st.issued++
-				if ctx.Err() != nil && out.Err != nil && errors.Is(out.Err, ctx.Err()) {
+				if ctx.Err() != nil && out.Err != nil {
 					return // cut short by the run's end, not a failure of the target
 				}
 				if out.Err != nil && st.firstErr == "" {

@@ -18,11 +18,13 @@ import (
 
 // palette has 8 colours that stay apart in print: a matrix's 8 settings
 // share colours across "without store" (solid) and "with store" (dashed).
-var palette = []color.RGBA{
-	{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, {R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
-	{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, {R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
-	{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, {R: 0x8c, G: 0x56, B: 0x4b, A: 0xff},
-	{R: 0xe3, G: 0x77, B: 0xc2, A: 0xff}, {R: 0x17, G: 0xbe, B: 0xcf, A: 0xff},
+func palette() [8]color.RGBA {
+	return [8]color.RGBA{
+		{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, {R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+		{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, {R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
+		{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, {R: 0x8c, G: 0x56, B: 0x4b, A: 0xff},
+		{R: 0xe3, G: 0x77, B: 0xc2, A: 0xff}, {R: 0x17, G: 0xbe, B: 0xcf, A: 0xff},
+	}
 }
 
 // plotECDF draws one ECDF curve per run on a log latency axis, with offset
@@ -66,8 +68,9 @@ func plotECDF(path string, r *Report, offset time.Duration) error {
 		if err != nil {
 			return fmt.Errorf("plot %s: %w", run.Name, err)
 		}
-		line.Color = palette[i%len(palette)]
-		if (i/len(palette))%2 == 1 {
+		colors := palette()
+		line.Color = colors[i%len(colors)]
+		if (i/len(colors))%2 == 1 {
 			line.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
 		}
 		line.Width = vg.Points(1.5)
@@ -75,6 +78,9 @@ func plotECDF(path string, r *Report, offset time.Duration) error {
 		label := run.Name
 		if offset > 0 {
 			label += fmt.Sprintf(" (+%s)", offset)
+		}
+		if run.Failures > 0 {
+			label += fmt.Sprintf(" [%d of %d FAILED]", run.Failures, run.Requests)
 		}
 		leg.Add(label, line)
 		drawn++

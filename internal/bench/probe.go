@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -51,7 +52,7 @@ type Mix struct {
 }
 
 // DefaultMix is the probe burst of one request on the public server.
-var DefaultMix = Mix{WDL: 23, DTZ: 70}
+func DefaultMix() Mix { return Mix{WDL: 23, DTZ: 70} }
 
 // Probes is the number of probes per request.
 func (m Mix) Probes() int { return m.WDL + m.DTZ }
@@ -62,16 +63,56 @@ type pick struct {
 	idx        uint64
 }
 
-// picker draws subtables weighted by their number of positions (a random
-// position of the whole set), from WDL or DTZ tables.
-type picker struct {
-	refs []pick   // table/sub, idx unused
-	cum  []uint64 // cumulative tb_size
+// Weighting is how probes spread over the subtables.
+type Weighting struct {
+	// By is "positions" (a random position of the whole set: subtables
+	// weighted by their number of positions) or "bytes" (weighted by
+	// compressed data size: reads spread evenly over the disk).
+	By string `json:"by"`
+	// Materials, when set, is a request mix: each material's share of the
+	// probes (e.g. from a request log); within a material, By applies.
+	// Materials absent from it get no probes.
+	Materials map[string]float64 `json:"materials,omitempty"`
 }
 
-func newPicker(tables []probeTable, dtz bool) *picker {
+// ParseWeight reads the --weight flag.
+func ParseWeight(s string) (Weighting, error) {
+	switch s {
+	case "positions", "bytes":
+		return Weighting{By: s}, nil
+	}
+	return Weighting{}, fmt.Errorf("--weight %q: want positions (a random position of the set) or bytes (spread over the data)", s)
+}
+
+// picker draws subtables (and a random position in them) by weight, from
+// WDL or DTZ tables.
+type picker struct {
+	refs []pick    // table/sub, idx unused
+	cum  []float64 // cumulative weight
+}
+
+func stem(name string) string {
+	return strings.TrimSuffix(strings.TrimSuffix(name, ".rtbw"), ".rtbz")
+}
+
+func newPicker(tables []probeTable, dtz bool, w Weighting) *picker {
+	weight := func(s probeSubtable) float64 {
+		if w.By == "bytes" {
+			return float64(s.DataSize)
+		}
+		return float64(s.TBSize)
+	}
+	// with a request mix, a material's subtables share its weight
+	perMaterial := map[string]float64{}
+	for _, t := range tables {
+		if t.DTZ == dtz {
+			for _, s := range t.Subtables {
+				perMaterial[stem(t.Name)] += weight(s)
+			}
+		}
+	}
 	p := &picker{}
-	var total uint64
+	var total float64
 	for ti, t := range tables {
 		if t.DTZ != dtz {
 			continue
@@ -80,7 +121,14 @@ func newPicker(tables []probeTable, dtz bool) *picker {
 			if s.DataSize == 0 || s.TBSize == 0 || s.NumBlocks == 0 {
 				continue // single-value subtable: a probe reads nothing
 			}
-			total += s.TBSize
+			wt := weight(s)
+			if w.Materials != nil {
+				wt = w.Materials[stem(t.Name)] * wt / perMaterial[stem(t.Name)]
+			}
+			if wt <= 0 {
+				continue
+			}
+			total += wt
 			p.refs = append(p.refs, pick{table: ti, sub: si})
 			p.cum = append(p.cum, total)
 		}
@@ -91,9 +139,9 @@ func newPicker(tables []probeTable, dtz bool) *picker {
 func (p *picker) empty() bool { return len(p.refs) == 0 }
 
 func (p *picker) draw(rng *rand.Rand, tables []probeTable) pick {
-	total := p.cum[len(p.cum)-1]
-	x := rng.Uint64N(total)
+	x := rng.Float64() * p.cum[len(p.cum)-1]
 	i := sort.Search(len(p.cum), func(i int) bool { return p.cum[i] > x })
+	i = min(i, len(p.cum)-1)
 	r := p.refs[i]
 	r.idx = rng.Uint64N(tables[r.table].Subtables[r.sub].TBSize)
 	return r
@@ -110,7 +158,7 @@ type prober struct {
 	maxRead  int
 }
 
-func newProber(tables []probeTable, readers []tableReader, mix Mix, parallel int) (*prober, error) {
+func newProber(tables []probeTable, readers []tableReader, mix Mix, parallel int, w Weighting) (*prober, error) {
 	if len(tables) != len(readers) {
 		return nil, fmt.Errorf("internal: %d tables, %d readers", len(tables), len(readers))
 	}
@@ -118,8 +166,11 @@ func newProber(tables []probeTable, readers []tableReader, mix Mix, parallel int
 		return nil, fmt.Errorf("--parallel %d: need at least 1", parallel)
 	}
 	p := &prober{tables: tables, readers: readers, mix: mix, parallel: parallel,
-		wdl: newPicker(tables, false), dtz: newPicker(tables, true)}
+		wdl: newPicker(tables, false, w), dtz: newPicker(tables, true, w)}
 	if p.wdl.empty() && p.dtz.empty() {
+		if w.Materials != nil {
+			return nil, fmt.Errorf("none of the request mix's materials has a table with compressed data here")
+		}
 		return nil, fmt.Errorf("no table with compressed data to probe (only single-value subtables): give larger tables")
 	}
 	maxRead := 32

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tbhost/tbhost/prefix"
 	"github.com/tbhost/tbhost/prefix/prefixtest"
 )
 
@@ -82,7 +83,7 @@ func TestProbeWalkLandsInBlockOnRealTables(t *testing.T) {
 			c.Close()
 		}
 	}()
-	p, err := newProber(set.tables, readers, DefaultMix, 1)
+	p, err := newProber(set.tables, readers, DefaultMix(), 1, Weighting{By: "positions"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func TestProbeShapeOnSyntheticTable(t *testing.T) {
 	defer f.Close()
 	rec := &recReader{r: f}
 	st := set.tables[0].Subtables[0]
-	p, err := newProber(set.tables, []tableReader{{R: rec, SlowFrom: set.tables[0].Prefix}}, Mix{DTZ: 1}, 1)
+	p, err := newProber(set.tables, []tableReader{{R: rec, SlowFrom: set.tables[0].Prefix}}, Mix{DTZ: 1}, 1, Weighting{By: "bytes"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +188,7 @@ func TestMatrixOnRealTablesWithStore(t *testing.T) {
 		t.Fatalf("%d configurations, want 16", len(cfgs))
 	}
 	rep, err := RunProbes(context.Background(), ProbeOptions{
-		Set: set, Configs: cfgs, Mix: DefaultMix, Cache: CacheEvict,
+		Set: set, Configs: cfgs, Mix: DefaultMix(), Cache: CacheEvict,
 		Load: Load{Clients: 2, Requests: 30, Warmup: 10}, Seed: 7,
 	})
 	if err != nil {
@@ -220,7 +221,7 @@ func TestMatrixOnRealTablesWithStore(t *testing.T) {
 	if err := os.WriteFile(pp, b[:len(b)-64], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = RunProbes(context.Background(), ProbeOptions{Set: set, Configs: cfgs[8:9], Mix: DefaultMix, Cache: CacheKeep,
+	_, err = RunProbes(context.Background(), ProbeOptions{Set: set, Configs: cfgs[8:9], Mix: DefaultMix(), Cache: CacheKeep,
 		Load: Load{Clients: 1, Requests: 2, Warmup: 1}})
 	if err == nil || !strings.Contains(err.Error(), "KRvKP.rtbw") {
 		t.Errorf("truncated prefix: %v", err)
@@ -230,4 +231,72 @@ func TestMatrixOnRealTablesWithStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkPlots(t, dir, "mmap/random/par2/store")
+}
+
+func TestWeightingByRequestMix(t *testing.T) {
+	set, err := LoadTables(context.Background(), []string{realTables(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := "8/8/8/8/8/8/8/KRk5 w - - 0 1\n" + // KRvK
+		"8/8/8/8/8/8/8/krK5 b - - 0 1\n" + // KRvK, colours swapped
+		"/standard?fen=8/8/8/8/8/8/8/KQkr4_w_-_-_0_1\n" + // KQvKR: not in the set
+		"8/8/8/8/8/8/8/KBNk4 w - - 0 1\n" // KBNvK
+	mix, unmatched, example, err := set.MaterialMix(strings.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unmatched != 1 || example != "KQvKR" || len(mix) != 2 || mix["KRvK"] != 2.0/3 || mix["KBNvK"] != 1.0/3 {
+		t.Fatalf("mix %v, unmatched %d (%s)", mix, unmatched, example)
+	}
+	p := newPicker(set.tables, true, Weighting{By: "positions", Materials: mix})
+	rng := rand.New(rand.NewPCG(5, 6))
+	counts := map[string]int{}
+	for i := 0; i < 30000; i++ {
+		pk := p.draw(rng, set.tables)
+		counts[set.tables[pk.table].Name]++
+	}
+	if len(counts) != 2 || counts["KRvK.rtbz"] < 19000 || counts["KRvK.rtbz"] > 21000 {
+		t.Errorf("DTZ probes by table: %v, want 2/3 KRvK and 1/3 KBNvK", counts)
+	}
+	// by bytes, the largest DTZ file gets the largest share
+	pb := newPicker(set.tables, true, Weighting{By: "bytes"})
+	counts = map[string]int{}
+	for i := 0; i < 30000; i++ {
+		counts[set.tables[pb.draw(rng, set.tables).table].Name]++
+	}
+	if counts["KBNvK.rtbz"] < counts["KRvK.rtbz"] || counts["KBNvK.rtbz"] < 30000/10 {
+		t.Errorf("by bytes: %v", counts)
+	}
+	if _, err := ParseWeight("files"); err == nil {
+		t.Error("--weight files accepted")
+	}
+}
+
+// With only sparse prefixes on fast storage (prefix extract --upto
+// sparse-index), the block-length run comes from the tables too: 2 slow
+// reads per probe, or more when the walk needs another run.
+func TestSparsePrefixStoreHalvesSlowReads(t *testing.T) {
+	tables, _ := copyTables(t)
+	set, err := LoadTables(context.Background(), []string{tables})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := t.TempDir()
+	rep, err := prefix.Extract(context.Background(), set.parsed, prefix.ExtractOptions{Store: store, Upto: prefix.UptoSparseIndex})
+	if err != nil || len(rep.Failed) > 0 {
+		t.Fatalf("extract: %v %v", err, rep.Failed)
+	}
+	for _, how := range []IO{IOPread, IOMmap} {
+		r, err := RunProbes(context.Background(), ProbeOptions{Set: set, Mix: DefaultMix(), Cache: CacheKeep,
+			Configs: []ProbeConfig{{IO: how, Advise: AdviseRandom, Parallel: 1, Store: store}},
+			Load:    Load{Clients: 2, Requests: 20, Warmup: 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := r.Runs[0]
+		if run.SlowReadsPerProbe < 2 || run.SlowReadsPerProbe != run.ReadsPerProbe-1 {
+			t.Errorf("%s: %.2f slow of %.2f reads per probe with sparse prefixes, want all but the sparse entry", how, run.SlowReadsPerProbe, run.ReadsPerProbe)
+		}
+	}
 }

@@ -61,6 +61,7 @@ type ProbeOptions struct {
 	Configs []ProbeConfig
 	Load    Load
 	Mix     Mix
+	Weight  Weighting // zero: by positions, all materials
 	Cache   CacheMode
 	// DropCachesPath is /proc/sys/vm/drop_caches (under --root in tests).
 	DropCachesPath string
@@ -79,7 +80,13 @@ func RunProbes(ctx context.Context, o ProbeOptions) (*Report, error) {
 	if o.Mix.Probes() < 1 {
 		return nil, fmt.Errorf("--mix %d/%d: a request needs at least one probe", o.Mix.WDL, o.Mix.DTZ)
 	}
-	rep := &Report{Command: "probe", Started: time.Now().UTC(), Clients: o.Load.Clients, Rate: o.Load.Rate}
+	info := o.Set.Info()
+	mix, w := o.Mix, o.Weight
+	if w.By == "" {
+		w.By = "positions"
+	}
+	rep := &Report{Command: "probe", Started: time.Now().UTC(), Clients: o.Load.Clients, Rate: o.Load.Rate,
+		Tables: &info, Mix: &mix, Weight: &w, Seed: o.Seed}
 	rep.Notices = append(rep.Notices, o.Set.Notices...)
 	for i, c := range o.Configs {
 		if o.Progress != nil {
@@ -107,7 +114,11 @@ func runProbeConfig(ctx context.Context, o ProbeOptions, c ProbeConfig) (Run, er
 	if err != nil {
 		return Run{}, err
 	}
-	p, err := newProber(o.Set.tables, readers, o.Mix, c.Parallel)
+	w := o.Weight
+	if w.By == "" {
+		w.By = "positions"
+	}
+	p, err := newProber(o.Set.tables, readers, o.Mix, c.Parallel, w)
 	if err != nil {
 		return Run{}, err
 	}

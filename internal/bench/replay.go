@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -107,14 +105,20 @@ type ReplayOptions struct {
 	Failures *CSVSink
 	// Raw, when set, receives one CSV line per request (latencies.csv).
 	Raw *CSVSink
+	// Progress, when set, is told about each target's start and, about
+	// once a second, its finished requests.
+	Progress func(target string, done, total int64)
 }
 
-// FailureHeader and RawHeader are the CSV columns of the failures file and
-// latencies.csv.
-var (
-	FailureHeader = []string{"target", "seq", "path", "status", "error", "latency_ms", "warmup"}
-	RawHeader     = []string{"run", "seq", "client", "start_ms", "latency_ms", "status", "failed", "warmup"}
-)
+// FailureHeader is the CSV columns of the failures file.
+func FailureHeader() []string {
+	return []string{"target", "seq", "path", "status", "error", "latency_ms", "warmup"}
+}
+
+// RawHeader is the CSV columns of latencies.csv.
+func RawHeader() []string {
+	return []string{"run", "seq", "client", "start_ms", "latency_ms", "status", "failed", "warmup"}
+}
 
 // RunReplay replays the log against every target in turn, the same
 // requests in the same order, and returns one run per target.
@@ -125,13 +129,13 @@ func RunReplay(ctx context.Context, o ReplayOptions) (*Report, error) {
 	if o.Timeout <= 0 {
 		return nil, fmt.Errorf("--timeout %s: must be positive", o.Timeout)
 	}
-	bases := make([]string, len(o.Targets))
+	bases := make([]*url.URL, len(o.Targets))
 	for i, t := range o.Targets {
 		u, err := url.Parse(t)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
 			return nil, fmt.Errorf("--target %q: want a base URL such as http://127.0.0.1:9090", t)
 		}
-		bases[i] = strings.TrimSuffix(u.String(), "/")
+		bases[i] = u
 	}
 	load := Load{Clients: o.Clients, Requests: int64(len(o.Paths)), Warmup: o.Warmup.Of(int64(len(o.Paths))), Rate: o.Rate}
 	if err := load.Validate(); err != nil {
@@ -142,9 +146,16 @@ func RunReplay(ctx context.Context, o ReplayOptions) (*Report, error) {
 	}
 	rep := &Report{Command: "replay", Started: time.Now().UTC(), Clients: o.Clients, Rate: o.Rate}
 	for i, base := range bases {
-		client := newHTTPClient(o.Clients, o.Timeout)
-		res, err := Drive(ctx, load, func(ctx context.Context, _ int, seq int64) Outcome {
-			return get(ctx, client, base+o.Paths[seq])
+		if o.Progress != nil {
+			name := o.Targets[i]
+			o.Progress(name, 0, load.Requests)
+			load.Progress = func(done, total int64) { o.Progress(name, done, total) }
+		}
+		client := newLeanClient(base, o.Clients, o.Timeout)
+		prefix := strings.TrimSuffix(base.EscapedPath(), "/") // a target may live under a path
+		stop := context.AfterFunc(ctx, client.abort)
+		res, err := Drive(ctx, load, func(ctx context.Context, c int, seq int64) Outcome {
+			return client.get(ctx, c, prefix+o.Paths[seq])
 		}, func(s Sample) {
 			if s.Outcome.Failed() && o.Failures != nil {
 				o.Failures.Write(o.Targets[i], strconv.FormatInt(s.Seq, 10), o.Paths[s.Seq], strconv.Itoa(s.Outcome.Status),
@@ -155,7 +166,8 @@ func RunReplay(ctx context.Context, o ReplayOptions) (*Report, error) {
 					msString(s.Latency), strconv.Itoa(s.Outcome.Status), strconv.FormatBool(s.Outcome.Failed()), strconv.FormatBool(s.Warmup))
 			}
 		})
-		client.CloseIdleConnections()
+		stop()
+		client.close()
 		if err != nil {
 			return nil, err
 		}
@@ -167,39 +179,6 @@ func RunReplay(ctx context.Context, o ReplayOptions) (*Report, error) {
 		}
 	}
 	return rep, nil
-}
-
-func newHTTPClient(clients int, timeout time.Duration) *http.Client {
-	tr := &http.Transport{
-		Proxy:               nil, // a benchmark measures the target, not a proxy
-		DialContext:         (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        2 * clients,
-		MaxIdleConnsPerHost: 2 * clients,
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true,
-	}
-	return &http.Client{Transport: tr, Timeout: timeout}
-}
-
-func get(ctx context.Context, client *http.Client, u string) Outcome {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return Outcome{Err: err}
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) && ue.Timeout() {
-			return Outcome{Err: fmt.Errorf("timed out: %w", err)}
-		}
-		return Outcome{Err: err}
-	}
-	_, err = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		return Outcome{Status: resp.StatusCode, Err: fmt.Errorf("reading body: %w", err)}
-	}
-	return Outcome{Status: resp.StatusCode}
 }
 
 func errString(err error) string {

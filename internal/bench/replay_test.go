@@ -86,8 +86,8 @@ func TestReplayReportsFailuresAndTimeouts(t *testing.T) {
 	defer hang.Close()
 
 	dir := t.TempDir()
-	fails := NewCSVSink(filepath.Join(dir, "failures.csv"), FailureHeader)
-	raw := NewCSVSink(filepath.Join(dir, "latencies.csv"), RawHeader)
+	fails := NewCSVSink(filepath.Join(dir, "failures.csv"), FailureHeader())
+	raw := NewCSVSink(filepath.Join(dir, "latencies.csv"), RawHeader())
 	paths := fenLog(1000)
 	rep, err := RunReplay(context.Background(), ReplayOptions{
 		Paths: paths, Targets: []string{ok.URL, broken.URL}, Clients: 4,
@@ -121,7 +121,7 @@ func TestReplayReportsFailuresAndTimeouts(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := rep2.Runs[0]
-	if h.Failures != 5 || h.Statuses["error"] != 5 || h.Latency.P50 < 90 {
+	if h.Failures != 5 || h.Statuses["no-answer"] != 5 || h.Latency.P50 < 90 {
 		t.Errorf("hanging target: %+v", h)
 	}
 	if err := fails.Close(); err != nil {
@@ -166,6 +166,7 @@ func TestReplayReportsFailuresAndTimeouts(t *testing.T) {
 		}
 	}
 	checkPlots(t, filepath.Join(dir, "out"), "(+30ms)")
+	checkPlots(t, filepath.Join(dir, "out"), fmt.Sprintf("(+30ms) [%d of 800 FAILED]", bad.Failures))
 }
 
 func TestReplayRefusesWarmupCoveringTheLog(t *testing.T) {

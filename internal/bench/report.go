@@ -26,7 +26,7 @@ type Run struct {
 	Warmup         int64            `json:"warmup"`   // issued but not measured
 	Failures       int64            `json:"failures"`
 	WarmupFailures int64            `json:"warmup_failures"`
-	Statuses       map[string]int64 `json:"statuses,omitempty"` // HTTP status -> count ("error" = no response)
+	Statuses       map[string]int64 `json:"statuses,omitempty"` // HTTP status -> count ("no-answer": connection refused, timeout, ...)
 	RequestsPerSec float64          `json:"requests_per_sec"`
 	ElapsedSec     float64          `json:"elapsed_sec"`
 	// probe runs only
@@ -69,7 +69,7 @@ func newRun(name string, load Load, res *Result) Run {
 		for k, v := range res.Statuses {
 			key := strconv.Itoa(k)
 			if k == 0 {
-				key = "error"
+				key = "no-answer"
 			}
 			r.Statuses[key] = v
 		}
@@ -101,9 +101,14 @@ type Report struct {
 	Clients  int       `json:"clients"`
 	Rate     float64   `json:"rate_per_sec,omitempty"` // open loop; 0 = closed loop
 	OffsetMs float64   `json:"offset_ms"`              // added to latencies in the plot only
-	Runs     []Run     `json:"runs"`
-	Notices  []string  `json:"notices,omitempty"`
-	Files    []string  `json:"files,omitempty"` // written under --out
+	// probe only
+	Tables  *TableInfo `json:"tables,omitempty"`
+	Mix     *Mix       `json:"mix,omitempty"`
+	Weight  *Weighting `json:"weight,omitempty"`
+	Seed    uint64     `json:"seed,omitempty"`
+	Runs    []Run      `json:"runs"`
+	Notices []string   `json:"notices,omitempty"`
+	Files   []string   `json:"files,omitempty"` // written under --out
 }
 
 // Failed reports whether any run had failures or stopped early.

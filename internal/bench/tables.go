@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/url"
 	"os"
 	"runtime"
 	"strings"
@@ -117,4 +119,49 @@ func (s *TableSet) Materials() []string {
 		}
 	}
 	return sortedStrings(ms)
+}
+
+// MaterialMix reads a request log (FENs or /standard?fen=... paths, as
+// bench replay takes) and returns each material's share of the requests,
+// for Weighting.Materials, keyed by the set's table names (a colour-swapped
+// FEN counts for its table). It also returns how many requests named a
+// material the set does not have (left out), with an example.
+func (s *TableSet) MaterialMix(r io.Reader) (mix map[string]float64, unmatched int, example string, err error) {
+	paths, err := ReadLog(r)
+	if err != nil {
+		return nil, 0, "", err
+	}
+	have := map[string]bool{}
+	for _, m := range s.Materials() {
+		have[m] = true
+	}
+	counts := map[string]float64{}
+	total := 0.0
+	for _, p := range paths {
+		_, query, _ := strings.Cut(p, "?")
+		q, _ := url.ParseQuery(query)
+		mat, err := fenMaterial(strings.ReplaceAll(q.Get("fen"), "_", " "))
+		if err == nil && !have[mat] && have[swapSides(mat)] {
+			mat = swapSides(mat)
+		}
+		if err != nil || !have[mat] {
+			unmatched++
+			if example == "" {
+				example = mat
+				if err != nil {
+					example = err.Error()
+				}
+			}
+			continue
+		}
+		counts[mat]++
+		total++
+	}
+	if total == 0 {
+		return nil, unmatched, example, fmt.Errorf("no request in the log has a material of these tables (e.g. %s)", example)
+	}
+	for m := range counts {
+		counts[m] /= total
+	}
+	return counts, unmatched, example, nil
 }

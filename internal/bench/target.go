@@ -34,16 +34,16 @@ func NewTarget(set *TableSet, c ProbeConfig, mix Mix) (*Target, error) {
 		t.Close()
 		return nil, err
 	}
-	if t.p, err = newProber(set.tables, readers, mix, c.Parallel); err != nil {
+	if t.p, err = newProber(set.tables, readers, mix, c.Parallel, Weighting{By: "positions"}); err != nil {
 		t.Close()
 		return nil, err
 	}
 	for i, tb := range set.tables {
 		stem := strings.TrimSuffix(strings.TrimSuffix(tb.Name, ".rtbw"), ".rtbz")
 		pk := &picker{}
-		var total uint64
+		var total float64
 		for si, s := range tb.Subtables {
-			total += s.TBSize
+			total += float64(s.TBSize)
 			pk.refs = append(pk.refs, pick{table: i, sub: si})
 			pk.cum = append(pk.cum, total)
 		}

@@ -54,7 +54,7 @@ func newRealTarget(t *testing.T, store bool, mix Mix) (*Target, string) {
 }
 
 func TestBuiltInTargetAnswers(t *testing.T) {
-	_, url := newRealTarget(t, true, DefaultMix)
+	_, url := newRealTarget(t, true, DefaultMix())
 	get := func(q string) (int, map[string]any) {
 		resp, err := http.Get(url + q)
 		if err != nil {
@@ -104,7 +104,7 @@ func TestReplayTenThousandFENsAgainstBuiltInTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	fails := NewCSVSink(filepath.Join(dir, "failures.csv"), FailureHeader)
+	fails := NewCSVSink(filepath.Join(dir, "failures.csv"), FailureHeader())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	rep, err := RunReplay(ctx, ReplayOptions{Paths: paths, Targets: []string{url}, Clients: 4,

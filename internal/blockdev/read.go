@@ -86,6 +86,9 @@ func read(ctx context.Context, opts Options) (*Inventory, *hostFS, error) {
 	if inv.Hostname == "" {
 		inv.Hostname = h.readString("/proc/sys/kernel/hostname")
 	}
+	if inv.Hostname == "(none)" { // the kernel's default: no hostname set
+		inv.Hostname = ""
+	}
 
 	names := h.readDir("/sys/block")
 	if names == nil {

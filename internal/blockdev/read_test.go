@@ -106,8 +106,8 @@ func TestBusyHost(t *testing.T) {
 		}
 	}
 	check("sdg", "mounted at /backup", "xfs")
-	check("sdh", "sdh1 in use as swap", "has partitions sdh1")
-	check("sdi", "", "is an LVM PV of VG vg-old")
+	check("sdh", "sdh1 in use as swap", "partitions sdh1")
+	check("sdi", "", "LVM PV of VG vg-old")
 	check("sdj", "", "ext4 signature at byte 1080")
 	check("sdl2", "mounted at / (via sys-root)", "PV of VG sys")
 	if d := inv.Find("sdl"); d.Role != blockdev.RoleSystem {
@@ -180,4 +180,32 @@ func contains(ss []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// Snapshots taken by tbhost itself inside the VM lab guest (real kernel
+// sysfs, no udev): before and after `tbhost lvm apply`.
+func TestRealLabGuestSnapshots(t *testing.T) {
+	before := readTree(t, "lab-guest-real")
+	synthetic := readTree(t, "lab-guest")
+	if before.Fingerprint != synthetic.Fingerprint {
+		t.Errorf("the lab-guest fixture is not faithful to the real guest: fingerprint %s vs %s", synthetic.Fingerprint, before.Fingerprint)
+	}
+	for _, d := range before.Disks {
+		if d.Serial == "" || d.StableID == "" || len(d.Busy())+len(d.Content()) != 0 {
+			t.Errorf("%s before apply: serial %q id %q busy %v content %v", d.Name, d.Serial, d.StableID, d.Busy(), d.Content())
+		}
+	}
+	after := readTree(t, "lab-guest-real-applied")
+	for _, d := range after.Disks {
+		vg := "vg-hdd"
+		if d.Transport == "nvme" {
+			vg = "vg-nvme"
+		}
+		if d.PV == nil || d.PV.VG != vg || len(d.Holders) == 0 || !d.HasSignature("LVM2_member") {
+			t.Errorf("%s after apply: pv %+v holders %v signatures %v", d.Name, d.PV, d.Holders, d.Signatures)
+		}
+	}
+	if h := after.Find("sdd").Holders; len(h) != 3 || !strings.HasPrefix(h[0].Name, "vg--hdd-tables_r") {
+		t.Errorf("sdd holders %v", h)
+	}
 }

@@ -147,13 +147,13 @@ func (d *Device) Content() []string {
 		for i, p := range d.Partitions {
 			names[i] = p.Name
 		}
-		out = append(out, "has partitions "+strings.Join(names, ", "))
+		out = append(out, "partitions "+strings.Join(names, ", "))
 	}
 	for _, s := range d.Signatures {
 		if d.PV != nil && s.Type == "LVM2_member" {
 			continue // said below, with the VG
 		}
-		txt := "carries a " + s.Type + " signature"
+		txt := s.Type + " signature"
 		if s.Offset >= 0 {
 			txt += fmt.Sprintf(" at byte %d", s.Offset)
 		}
@@ -161,9 +161,9 @@ func (d *Device) Content() []string {
 	}
 	if d.PV != nil {
 		if d.PV.VG != "" {
-			out = append(out, "is an LVM PV of VG "+d.PV.VG)
+			out = append(out, "LVM PV of VG "+d.PV.VG)
 		} else {
-			out = append(out, "is an LVM PV (no VG)")
+			out = append(out, "LVM PV in no VG")
 		}
 	}
 	return out

@@ -43,6 +43,10 @@ type Base struct {
 	KernelVersion string   `json:"kernel_version"`
 	Debs          []string `json:"debs"`
 	Stamp         string   `json:"stamp"`
+	// Lists identifies the apt package lists the packages were resolved
+	// from; while they are unchanged the base is current without asking
+	// apt-cache again.
+	Lists string `json:"apt_lists,omitempty"`
 }
 
 // DefaultCacheDir is $XDG_CACHE_HOME/tbhost/lab (~/.cache/tbhost/lab).
@@ -263,6 +267,12 @@ func (c *Cache) Prepare(ctx context.Context) (*Base, error) {
 	}
 	defer unix.Flock(int(lock.Fd()), unix.LOCK_UN)
 
+	manifest := filepath.Join(c.baseDir(), "base.json")
+	lists := aptListsStamp(guestInit())
+	if b, err := readBase(manifest); err == nil && lists != "" && b.Lists == lists && fileExists(b.Kernel) && fileExists(b.Initrd) {
+		c.Log.Debug("lab base is current (apt lists unchanged)", "stamp", b.Stamp)
+		return b, nil
+	}
 	versions, kpkg, err := c.resolve(ctx)
 	if err != nil {
 		return nil, err
@@ -272,10 +282,13 @@ func (c *Cache) Prepare(ctx context.Context) (*Base, error) {
 		return nil, err
 	}
 	st := stamp(debs, guestInit())
-	manifest := filepath.Join(c.baseDir(), "base.json")
 	if b, err := readBase(manifest); err == nil && b.Stamp == st {
 		if fileExists(b.Kernel) && fileExists(b.Initrd) {
 			c.Log.Debug("lab base is current", "stamp", st)
+			if b.Lists != lists {
+				b.Lists = lists
+				writeBase(manifest, b)
+			}
 			return b, nil
 		}
 	}
@@ -283,6 +296,10 @@ func (c *Cache) Prepare(ctx context.Context) (*Base, error) {
 	start := time.Now()
 	b, err := c.build(ctx, debs, st)
 	if err != nil {
+		return nil, err
+	}
+	b.Lists = lists
+	if err := writeBase(manifest, b); err != nil {
 		return nil, err
 	}
 	c.Log.Info("lab base built", "took", time.Since(start).Round(time.Second), "initrd", b.Initrd)
@@ -344,11 +361,34 @@ func (c *Cache) build(ctx context.Context, debs []string, st string) (*Base, err
 	for _, d := range debs {
 		b.Debs = append(b.Debs, filepath.Base(d))
 	}
-	data, _ := json.MarshalIndent(b, "", "  ")
-	if err := os.WriteFile(filepath.Join(c.baseDir(), "base.json"), data, 0o644); err != nil {
-		return nil, err
-	}
 	return b, nil
+}
+
+func writeBase(path string, b *Base) error {
+	data, _ := json.MarshalIndent(b, "", "  ")
+	return os.WriteFile(path, data, 0o644)
+}
+
+// aptListsStamp identifies the state of apt's package lists (names, sizes,
+// modification times) together with what the lab resolves from them and
+// the guest init; "" when there are no lists.
+func aptListsStamp(init []byte) string {
+	m, _ := filepath.Glob("/var/lib/apt/lists/*Packages*")
+	if len(m) == 0 {
+		return ""
+	}
+	sort.Strings(m)
+	h := sha256.New()
+	fmt.Fprintln(h, builderVersion, KernelMetapackage, strings.Join(toolPackages(), " "))
+	for _, f := range m {
+		st, err := os.Stat(f)
+		if err != nil {
+			return ""
+		}
+		fmt.Fprintln(h, f, st.Size(), st.ModTime().UnixNano())
+	}
+	h.Write(init)
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
 func stageKernelVersion(stage string) (string, error) {

@@ -36,6 +36,10 @@ type Disk struct {
 	// Image reuses an existing image file (a second boot of the same
 	// disks); empty = a new sparse file in the run's work dir.
 	Image string
+	// PartitionsMiB, when set, gives a new image a DOS partition table
+	// with these partitions (MiB each, numbered from 1); SizeMiB must
+	// leave 2 MiB beyond their sum.
+	PartitionsMiB []int64
 }
 
 // Config describes one lab boot.

@@ -153,6 +153,19 @@ func prepareImages(cfg Config) (map[string]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("lab disk %s: %w", d.Name, err)
 		}
+		if len(d.PartitionsMiB) > 0 {
+			var sizes []int64
+			for _, m := range d.PartitionsMiB {
+				sizes = append(sizes, m<<20)
+			}
+			lbs := d.LogicalBlockSize
+			if lbs == 0 {
+				lbs = 512
+			}
+			if err := writeMBR(p, lbs, sizes); err != nil {
+				return nil, fmt.Errorf("lab disk %s: %w", d.Name, err)
+			}
+		}
 		images[d.Name] = p
 	}
 	return images, nil

@@ -34,8 +34,9 @@ lab_wait_sync() {
   t0=$(cut -d' ' -f1 /proc/uptime | cut -d. -f1)
   while :; do
     sp=$(lvs --noheadings -o sync_percent "$1" 2>/dev/null | tr -d ' ')
-    [ "$sp" = "100.00" ] && { echo "lab: $1 in sync"; return 0; }
     now=$(cut -d' ' -f1 /proc/uptime | cut -d. -f1)
+    [ "$sp" = "100.00" ] && { echo "lab: $1 in sync after $((now - t0))s"; return 0; }
+    [ $(( (now - t0) % 10 )) -lt 2 ] && echo "lab: $1 sync $sp% (t+$((now - t0))s)"
     if [ $((now - t0)) -ge "${2:-900}" ]; then echo "lab: $1 not in sync after ${2:-900}s (at $sp%)"; return 1; fi
     sleep 2
   done

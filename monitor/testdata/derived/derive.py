@@ -51,6 +51,13 @@ def dmline(major, minor, name):
     return [major, minor, name] + [0] * 17
 
 
+def lvmjson(key, rows):
+    """LVM 2.03.16's own layout: one object per line, "k":"v" pairs joined by ", "."""
+    lines = ["                  {" + ", ".join('"%s":%s' % (k, json.dumps(v)) for k, v in r.items()) + "}" for r in rows]
+    return ('{\n      "report": [\n          {\n              "%s": [\n' % key + ",\n".join(lines) +
+            "\n              ]\n          }\n      ]\n  }\n")
+
+
 def tree(root, devs, byid, lvs, pvs, samples):
     """devs: kernel name -> dict(dev=, dmname=, slaves=[...], rotational=)"""
     if os.path.exists(root):
@@ -75,8 +82,8 @@ def tree(root, devs, byid, lvs, pvs, samples):
     for link, target in byid.items():
         os.symlink("../../" + target, os.path.join(root, "dev/disk/by-id", link))
     os.makedirs(os.path.join(root, "lvm"))
-    json.dump({"report": [{"lv": lvs}]}, open(os.path.join(root, "lvm/lvs.json"), "w"), indent=2)
-    json.dump({"report": [{"pv": pvs}]}, open(os.path.join(root, "lvm/pvs.json"), "w"), indent=2)
+    open(os.path.join(root, "lvm/lvs.json"), "w").write(lvmjson("lv", lvs))
+    open(os.path.join(root, "lvm/pvs.json"), "w").write(lvmjson("pv", pvs))
     os.makedirs(os.path.join(root, "proc"))
     for i, s in enumerate(samples):
         open(os.path.join(root, "proc/diskstats.%d" % i), "w").write(fmt(s))

@@ -14,9 +14,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/tbhost/tbhost/internal/bench"
 	"github.com/tbhost/tbhost/internal/cliutil"
 	"github.com/urfave/cli/v2"
@@ -70,7 +72,7 @@ func withMaxTime(ctx context.Context, d time.Duration) (context.Context, context
 }
 
 func tablesFlag() cli.Flag {
-	return &cli.StringSliceFlag{Name: "tables", Usage: "table directory `DIR` (searched recursively; repeat for several)", Required: true}
+	return &cli.StringSliceFlag{Name: "tables", Usage: "table directory `DIR` (searched recursively; repeat for several); required"}
 }
 
 func storeFlag() cli.Flag {
@@ -128,6 +130,9 @@ func probeConfig(c *cli.Context) (bench.ProbeConfig, bench.Mix, error) {
 }
 
 func loadTables(ctx context.Context, g *cliutil.Globals, dirs []string) (*bench.TableSet, error) {
+	if len(dirs) == 0 {
+		return nil, cliutil.Usagef("--tables DIR is required: the directory holding the .rtbw/.rtbz files (e.g. /srv/syzygy)")
+	}
 	set, err := bench.LoadTables(ctx, dirs)
 	if err != nil {
 		return nil, cliutil.CannotRun(err)
@@ -175,7 +180,57 @@ func rawSink(c *cli.Context) (*bench.CSVSink, error) {
 	if c.String("out") == "" {
 		return nil, cliutil.Usagef("--raw writes latencies.csv into --out DIR; give --out")
 	}
-	return bench.NewCSVSink(filepath.Join(c.String("out"), "latencies.csv"), bench.RawHeader), nil
+	return bench.NewCSVSink(filepath.Join(c.String("out"), "latencies.csv"), bench.RawHeader()), nil
+}
+
+// bar draws one progress bar per configuration or target on a terminal
+// (nothing otherwise: cron logs get the summary only).
+type bar struct {
+	g    *cliutil.Globals
+	mu   sync.Mutex
+	name string
+	bar  *progressbar.ProgressBar
+}
+
+func newBar(g *cliutil.Globals) *bar {
+	if !g.Terminal() || g.JSON {
+		return nil
+	}
+	return &bar{g: g}
+}
+
+// set moves the bar of run name to done of total (a new name starts a new bar).
+func (b *bar) set(name string, done, total int64) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.bar == nil || name != b.name {
+		b.finishLocked()
+		b.name = name
+		b.bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(b.g.Stderr),
+			progressbar.OptionSetDescription(name), progressbar.OptionShowCount(), progressbar.OptionShowIts(),
+			progressbar.OptionSetItsString("req"), progressbar.OptionThrottle(200*time.Millisecond))
+	}
+	b.bar.Set64(done)
+}
+
+func (b *bar) finish() {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.finishLocked()
+}
+
+func (b *bar) finishLocked() {
+	if b.bar != nil {
+		b.bar.Finish()
+		fmt.Fprintln(b.g.Stderr)
+		b.bar = nil
+	}
 }
 
 // ---- probe ----
@@ -211,6 +266,8 @@ func probeCommand() *cli.Command {
 			&cli.Int64Flag{Name: "warmup", Value: 100, Usage: "first `N` requests of each configuration are not measured"},
 			&cli.StringFlag{Name: "cache", Value: "drop", Usage: "page cache before each configuration: drop, evict or keep"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed for positions (same seed, same reads)"},
+			&cli.StringFlag{Name: "weight", Value: "positions", Usage: "spread probes by positions (a random position of the set) or bytes (evenly over the compressed data)"},
+			&cli.StringFlag{Name: "weight-log", Usage: "request mix: weight each material by its share of the requests in `FILE` (FENs or /standard?fen= paths, as bench replay takes)"},
 		}, ioFlags()...), outputFlags(0)...),
 		Action: runProbe,
 	}
@@ -226,6 +283,10 @@ func runProbe(c *cli.Context) error {
 		return err
 	}
 	cache, err := bench.ParseCacheMode(c.String("cache"))
+	if err != nil {
+		return cliutil.Usage(err)
+	}
+	weight, err := bench.ParseWeight(c.String("weight"))
 	if err != nil {
 		return cliutil.Usage(err)
 	}
@@ -247,6 +308,22 @@ func runProbe(c *cli.Context) error {
 	}
 	configs := []bench.ProbeConfig{cfg}
 	var notices []string
+	if name := c.String("weight-log"); name != "" {
+		f, err := os.Open(name)
+		if err != nil {
+			return cliutil.CannotRun(fmt.Errorf("--weight-log: %w", err))
+		}
+		mix, unmatched, example, err := set.MaterialMix(f)
+		f.Close()
+		if err != nil {
+			return cliutil.Problem(fmt.Errorf("--weight-log %s: %w", name, err))
+		}
+		weight.Materials = mix
+		notices = append(notices, fmt.Sprintf("probes weighted by the %d materials of %s", len(mix), name))
+		if unmatched > 0 {
+			notices = append(notices, fmt.Sprintf("%d requests of %s have a material these tables lack (e.g. %s); left out of the mix", unmatched, name, example))
+		}
+	}
 	if c.Bool("matrix") {
 		store := cfg.Store
 		if store == "" {
@@ -268,15 +345,31 @@ func runProbe(c *cli.Context) error {
 		fmt.Fprintf(g.Stderr, "bench probe: %d tables (%d subtables with data), %d configuration(s) x %d requests of %d probes, %d clients\n",
 			in.Tables, in.Subtables, len(configs), load.Requests, mix.Probes(), load.Clients)
 	}
+	pb := newBar(g)
+	current := ""
+	var curMu sync.Mutex
+	load.Progress = func(done, total int64) {
+		curMu.Lock()
+		name := current
+		curMu.Unlock()
+		pb.set(name, done, total)
+	}
 	rep, err := bench.RunProbes(ctx, bench.ProbeOptions{
-		Set: set, Configs: configs, Load: load, Mix: mix, Cache: cache,
+		Set: set, Configs: configs, Load: load, Mix: mix, Weight: weight, Cache: cache,
 		DropCachesPath: g.Path("/proc/sys/vm/drop_caches"), Seed: c.Uint64("seed"), Raw: raw,
 		Progress: func(i, n int, pc bench.ProbeConfig) {
-			if !g.JSON {
-				fmt.Fprintf(g.Stderr, "[%d/%d] %s\n", i+1, n, pc.Name())
+			name := fmt.Sprintf("[%d/%d] %s", i+1, n, pc.Name())
+			curMu.Lock()
+			current = name
+			curMu.Unlock()
+			if pb != nil {
+				pb.set(name, 0, load.Requests)
+			} else if !g.JSON {
+				fmt.Fprintln(g.Stderr, name)
 			}
 		},
 	})
+	pb.finish()
 	if err != nil {
 		if raw != nil {
 			raw.Close()
@@ -311,8 +404,8 @@ func replayCommand() *cli.Command {
    failures file (--failures, default DIR/failures.csv with --out, else
    ./bench-failures.csv, created only when something failed) and makes the exit code 1.`,
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "log", Usage: "request log `FILE` (- for stdin)", Required: true},
-			&cli.StringSliceFlag{Name: "target", Usage: "base `URL` of a tablebase server, e.g. http://127.0.0.1:9090 (repeat to compare)", Required: true},
+			&cli.StringFlag{Name: "log", Usage: "request log `FILE` (- for stdin); required"},
+			&cli.StringSliceFlag{Name: "target", Usage: "base `URL` of a tablebase server, e.g. http://127.0.0.1:9090 (repeat to compare); required"},
 			&cli.StringFlag{Name: "warmup", Value: "80%", Usage: "requests not measured: a count or a share of the log"},
 			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "per request; a request that takes longer fails"},
 			&cli.StringFlag{Name: "failures", Usage: "CSV `FILE` for failed requests (target, seq, path, status, error, latency_ms, warmup)"},
@@ -325,6 +418,9 @@ func runReplay(c *cli.Context) error {
 	g := cliutil.Get(c)
 	if c.Args().Present() {
 		return cliutil.Usagef("unexpected argument %q: give the log with --log", c.Args().First())
+	}
+	if c.String("log") == "" || len(c.StringSlice("target")) == 0 {
+		return cliutil.Usagef("--log FILE and --target URL are required (e.g. --log requests.log --target http://127.0.0.1:9090)")
 	}
 	warm, err := bench.ParseWarmup(c.String("warmup"))
 	if err != nil {
@@ -357,7 +453,7 @@ func runReplay(c *cli.Context) error {
 			failPath = filepath.Join(c.String("out"), "failures.csv")
 		}
 	}
-	fails := bench.NewCSVSink(failPath, bench.FailureHeader)
+	fails := bench.NewCSVSink(failPath, bench.FailureHeader())
 	ctx, cancel := signalContext(c)
 	defer cancel()
 	ctx, cancelT := withMaxTime(ctx, c.Duration("max-time"))
@@ -366,10 +462,13 @@ func runReplay(c *cli.Context) error {
 		fmt.Fprintf(g.Stderr, "bench replay: %d requests (warm-up %s) against %d target(s), %d clients\n",
 			len(paths), warm, len(c.StringSlice("target")), c.Int("clients"))
 	}
+	pb := newBar(g)
 	rep, err := bench.RunReplay(ctx, bench.ReplayOptions{
 		Paths: paths, Targets: c.StringSlice("target"), Clients: c.Int("clients"), Warmup: warm,
 		Rate: c.Float64("rate"), Timeout: c.Duration("timeout"), Failures: fails, Raw: raw,
+		Progress: pb.set,
 	})
+	pb.finish()
 	if err != nil {
 		fails.Close()
 		if raw != nil {

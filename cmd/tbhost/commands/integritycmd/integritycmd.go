@@ -28,7 +28,7 @@ func Command() *cli.Command {
 
    Exit codes: 0 all clean, 1 a mismatch or an unhealthy array was found, 2 usage, 3 could not run.`,
 		Action:      cliutil.GroupAction,
-		Subcommands: []*cli.Command{statusCommand(), verifyCommand()},
+		Subcommands: []*cli.Command{statusCommand(), scrubCommand(), verifyCommand()},
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/tbhost/tbhost/internal/blockdev"
@@ -41,7 +42,7 @@ EXAMPLES:
 			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "print what would run and run nothing that writes"},
 			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "do not ask; needed without a terminal and for devices marked wipe"},
 			&cli.BoolFlag{Name: "wait-sync", Usage: "wait (with progress) until the initial RAID/integrity sync is done"},
-			&cli.DurationFlag{Name: "poll", Value: 0, Usage: "how often --wait-sync polls lvs (default 5s)"},
+			&cli.DurationFlag{Name: "poll", Value: 5 * time.Second, Usage: "how often --wait-sync polls lvs"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -84,16 +85,22 @@ EXAMPLES:
 				_ = bar.Finish()
 				fmt.Fprintln(g.Stderr)
 			}
-			if perr := g.Output(rep, func(w io.Writer) error { return writeApply(w, rep) }); perr != nil && err == nil {
-				err = perr
-			}
 			var ref *lvm.RefusedError
 			var vf *lvm.VerifyFailedError
 			var sf *lvm.StepFailedError
+			refused := errors.As(err, &ref)
+			if perr := g.Output(rep, func(w io.Writer) error {
+				if refused {
+					return nil // nothing ran: the refusal says it all
+				}
+				return writeApply(w, rep)
+			}); perr != nil && err == nil {
+				err = perr
+			}
 			switch {
 			case err == nil:
 				return nil
-			case errors.As(err, &ref), errors.As(err, &vf):
+			case refused, errors.As(err, &vf):
 				return cliutil.Problem(err)
 			case errors.As(err, &sf):
 				return cliutil.CannotRun(err)

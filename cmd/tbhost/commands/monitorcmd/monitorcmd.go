@@ -39,7 +39,7 @@ func Command() *cli.Command {
    Alerting rules for Prometheus ship in monitor/alerts/tbhost.rules.yml.
    With --root DIR (a snapshot or fixture tree) the LVM report is read from
    DIR/lvm/lvs.json and DIR/lvm/pvs.json, and DIR/proc/diskstats.0, .1, ... are
-   replayed as samples taken --interval apart.`,
+   replayed as samples taken --interval apart (give the spacing they were taken with).`,
 		Action: cliutil.GroupAction,
 		Subcommands: []*cli.Command{
 			topologyCommand(),

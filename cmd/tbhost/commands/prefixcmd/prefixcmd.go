@@ -150,6 +150,11 @@ func statsCommand() *cli.Command {
 			g := cliutil.Get(c)
 			ctx, cancel := signalContext(c)
 			defer cancel()
+			for _, a := range c.Args().Slice() {
+				if strings.HasPrefix(a, "-") {
+					return cliutil.Usagef("%q after a directory: put flags before the directories (tbhost prefix stats --json --files DIR...)", a)
+				}
+			}
 			start := time.Now()
 			ps, err := parseTables(ctx, g, c.Args().Slice(), c.Int("jobs"))
 			if err != nil {
@@ -217,7 +222,7 @@ func planCommand() *cli.Command {
    Example: tbhost prefix plan --tables /srv/syzygy --capacity 402GiB`,
 		Flags: []cli.Flag{
 			tablesFlag(),
-			&cli.StringFlag{Name: "capacity", Usage: "usable bytes of the store file system (`SIZE`, e.g. 402GiB, 431GB)"},
+			&cli.StringFlag{Name: "capacity", Usage: "usable bytes of the store file system (`SIZE`, e.g. 402GiB, 431GB; on a mounted store: df -B1 --output=avail DIR)"},
 			&cli.BoolFlag{Name: "list", Usage: "list every table with its planned level"},
 			jobsFlag(4),
 			cliutil.JSONFlag(),
@@ -252,7 +257,7 @@ func planCommand() *cli.Command {
 			case !plan.FitsSparse:
 				return cliutil.Problemf("not even the sparse prefixes fit: %s needed, %s available", sizes.Format(plan.SparseOnDisk), sizes.Format(capacity))
 			case !plan.FitsFull:
-				return cliutil.Problemf("the full store does not fit (%s needed, %s available); extract what fits with --upto sparse-index, or add capacity", sizes.Format(plan.FullOnDisk), sizes.Format(capacity))
+				return cliutil.Problemf("the full store does not fit (%s needed, %s available); extract what fits with: tbhost prefix extract --capacity %s ..., or add capacity", sizes.Format(plan.FullOnDisk), sizes.Format(capacity), c.String("capacity"))
 			case bad > 0:
 				return cliutil.Problemf("%d files refused (named above) are not in the plan", bad)
 			}
@@ -302,12 +307,14 @@ func extractCommand() *cli.Command {
    A manifest (tbhost-prefix-manifest.jsonl) records each table's path, size, mtime, prefix
    length and SHA-256; a rerun skips prefixes that are already valid and finishes the rest.
    Free space is checked first. Bad tables are named, skipped, and make the exit code 1.
+   With --capacity SIZE instead of --upto, each table gets the level prefix plan picks.
 
    Example: tbhost prefix extract --tables /srv/syzygy --store /srv/prefix --jobs 8`,
 		Flags: []cli.Flag{
 			tablesFlag(),
 			&cli.StringFlag{Name: "store", Usage: "prefix store directory `DIR` (the NVMe mount; must exist)"},
 			&cli.StringFlag{Name: "upto", Value: "block-lengths", Usage: "how far each prefix reaches: block-lengths (full prefix) or sparse-index"},
+			&cli.StringFlag{Name: "capacity", Usage: "for a store of `SIZE` too small for every full prefix: per table, the level prefix plan picks (instead of --upto)"},
 			jobsFlag(4),
 			&cli.BoolFlag{Name: "force", Usage: "rewrite every prefix, even those the manifest shows valid"},
 			&cli.DurationFlag{Name: "pause-each", Hidden: true, Usage: "testing: sleep after each file"},
@@ -331,16 +338,38 @@ func extractCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			var byName map[string]prefix.Upto
+			if c.IsSet("capacity") {
+				if c.IsSet("upto") {
+					return cliutil.Usagef("give --capacity (levels from the plan) or --upto, not both")
+				}
+				capacity, err := sizes.Parse(c.String("capacity"))
+				if err != nil {
+					return cliutil.Usage(fmt.Errorf("--capacity: %w", err))
+				}
+				var ls []*prefix.Layout
+				for _, p := range ps {
+					if p.Err == nil {
+						ls = append(ls, p.Layout)
+					}
+				}
+				plan := prefix.MakePlan(ls, capacity)
+				if !plan.FitsSparse {
+					return cliutil.Problemf("not even the sparse prefixes fit in %s (%s needed); nothing extracted", sizes.Format(capacity), sizes.Format(plan.SparseOnDisk))
+				}
+				byName = plan.UptoByName()
+				fmt.Fprintf(g.Stderr, "extract: plan for %s: %d full prefixes, %d sparse\n", sizes.Format(capacity), plan.FullTables, plan.Tables-plan.FullTables)
+			}
 			var prog prefix.Progress
 			if !g.JSON || g.Terminal() {
 				prog = newProgress(g)
 			}
 			rep, err := prefix.Extract(ctx, ps, prefix.ExtractOptions{
-				Store: c.String("store"), Upto: upto, Jobs: c.Int("jobs"), Force: c.Bool("force"),
+				Store: c.String("store"), Upto: upto, UptoByName: byName, Jobs: c.Int("jobs"), Force: c.Bool("force"),
 				Pause: c.Duration("pause-each"), Progress: prog,
 			})
 			if err != nil {
-				if errors.Is(err, prefix.ErrNoSpace) {
+				if errors.Is(err, prefix.ErrNoSpace) || errors.Is(err, prefix.ErrBusy) {
 					return cliutil.Problem(err)
 				}
 				return cliutil.CannotRun(err)
@@ -410,7 +439,11 @@ func verifyCommand() *cli.Command {
 			if len(srcs) == 0 {
 				return cliutil.Problemf("no .rtbw or .rtbz files under %s", strings.Join(c.StringSlice("tables"), ", "))
 			}
-			rep, err := prefix.Verify(ctx, srcs, prefix.VerifyOptions{Store: c.String("store"), Full: c.Bool("full"), Jobs: c.Int("jobs")})
+			opt := prefix.VerifyOptions{Store: c.String("store"), Full: c.Bool("full"), Jobs: c.Int("jobs")}
+			if p := terminalProgress(g); p != nil {
+				opt.Progress = p
+			}
+			rep, err := prefix.Verify(ctx, srcs, opt)
 			if err != nil {
 				return cliutil.CannotRun(err)
 			}

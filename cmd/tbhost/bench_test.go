@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tbhost/tbhost/internal/bench"
+	"github.com/tbhost/tbhost/internal/cliutil"
+)
+
+// benchTables copies ../shared/syzygy/tables (relative to the repo root)
+// into a temp dir, or skips when the real files are absent.
+func benchTables(t *testing.T) string {
+	t.Helper()
+	src := filepath.Join("..", "..", "..", "shared", "syzygy", "tables")
+	files, _ := filepath.Glob(filepath.Join(src, "*.rtb[wz]"))
+	if len(files) == 0 {
+		t.Skipf("real Syzygy tables absent at %s; skipping (they are not part of the repo)", src)
+	}
+	dir := t.TempDir()
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestBenchHelpAndUsageErrors(t *testing.T) {
+	code, out, _ := runTB(t, nil, "bench", "probe", "--help")
+	if code != 0 || !strings.Contains(out, "--matrix") || !strings.Contains(out, "slow/probe") {
+		t.Fatalf("probe --help: exit %d\n%s", code, out)
+	}
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"bench", "probe", "--tables", dir, "--io", "aio"},
+		{"bench", "probe", "--tables", dir, "--advise", "sequential"},
+		{"bench", "probe", "--tables", dir, "--cache", "flush"},
+		{"bench", "probe", "--tables", dir, "--requests", "10", "--warmup", "10"},
+		{"bench", "probe", "--tables", dir, "--mix", "23"},
+		{"bench", "probe", "--tables", dir, "--raw"},
+		{"bench", "replay", "--log", "x", "--target", "http://127.0.0.1:1", "--warmup", "100%"},
+		{"bench", "nonsense"},
+		{"bench", "probe"},
+		{"bench", "replay", "--log", "x"},
+		{"bench", "serve"},
+	} {
+		if code, _, stderr := runTB(t, nil, args...); code != cliutil.ExitUsage {
+			t.Errorf("%v: exit %d, want 2 (stderr %q)", args, code, stderr)
+		}
+	}
+	// an empty table directory cannot be benchmarked: exit 3, naming it
+	code, _, stderr := runTB(t, nil, "bench", "probe", "--tables", dir)
+	if code != cliutil.ExitCannotRun || !strings.Contains(stderr, dir) {
+		t.Errorf("empty tables: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestBenchProbeMatrixCLI(t *testing.T) {
+	tables := benchTables(t)
+	out := t.TempDir()
+	code, stdout, stderr := runTB(t, nil, "bench", "probe", "--tables", tables, "--matrix", "--requests", "30", "--warmup", "10",
+		"--clients", "2", "--cache", "evict", "--out", out, "--raw", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("--json: %v\n%s", err, stdout)
+	}
+	if len(rep.Runs) != 16 {
+		t.Fatalf("%d runs, want the 16-cell grid", len(rep.Runs))
+	}
+	for _, name := range []string{"ecdf.png", "ecdf.svg", "summary.json", "latencies.csv"} {
+		if fi, err := os.Stat(filepath.Join(out, name)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if !strings.Contains(strings.Join(rep.Notices, " "), "temporary prefix store") {
+		t.Errorf("notices %q do not say the store was temporary", rep.Notices)
+	}
+}
+
+func TestBenchProbeWeightLogCLI(t *testing.T) {
+	tables := benchTables(t)
+	dir := t.TempDir()
+	log := filepath.Join(dir, "mix.log")
+	os.WriteFile(log, []byte("8/8/8/8/8/8/8/KRk5 w - - 0 1\n8/8/8/8/8/8/8/KQQQk3 w - - 0 1\n"), 0o644)
+	code, stdout, stderr := runTB(t, nil, "bench", "probe", "--tables", tables, "--weight", "bytes", "--weight-log", log,
+		"--requests", "20", "--warmup", "5", "--clients", "2", "--cache", "keep")
+	if code != 0 || !strings.Contains(stdout, "weighted by the 1 materials") || !strings.Contains(stdout, "1 requests of "+log+" have a material these tables lack (e.g. KQQQvK)") {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	os.WriteFile(log, []byte("8/8/8/8/8/8/8/KQQQk3 w - - 0 1\n"), 0o644)
+	if code, _, stderr := runTB(t, nil, "bench", "probe", "--tables", tables, "--weight-log", log); code != cliutil.ExitProblem || !strings.Contains(stderr, "KQQQvK") {
+		t.Errorf("a mix with no known material: exit %d %s", code, stderr)
+	}
+	if code, _, _ := runTB(t, nil, "bench", "probe", "--tables", tables, "--weight", "files"); code != cliutil.ExitUsage {
+		t.Errorf("--weight files: exit %d", code)
+	}
+}
+
+func TestBenchReplayCLI(t *testing.T) {
+	tables := benchTables(t)
+	set, err := bench.LoadTables(context.Background(), []string{tables})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := bench.NewTarget(set, bench.ProbeConfig{IO: bench.IOPread, Advise: bench.AdviseNormal, Parallel: 1}, bench.Mix{WDL: 1, DTZ: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	good := httptest.NewServer(tg)
+	defer good.Close()
+	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "backend down", http.StatusInternalServerError)
+	}))
+	defer broken.Close()
+
+	dir := t.TempDir()
+	log := filepath.Join(dir, "fens.log")
+	code, _, stderr := runTB(t, nil, "bench", "fens", "--tables", tables, "--count", "500", "-o", log)
+	if code != 0 {
+		t.Fatalf("fens: exit %d %s", code, stderr)
+	}
+	b, _ := os.ReadFile(log)
+	if n := strings.Count(string(b), "\n"); n != 500 {
+		t.Fatalf("fens wrote %d lines", n)
+	}
+
+	out := filepath.Join(dir, "out")
+	code, stdout, stderr := runTB(t, nil, "bench", "replay", "--log", log, "--target", good.URL, "--clients", "4", "--warmup", "100", "--out", out)
+	if code != 0 || !strings.Contains(stdout, good.URL) {
+		t.Fatalf("replay against the built-in target: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(out, "failures.csv")); !os.IsNotExist(err) {
+		t.Errorf("failures.csv written without failures: %v", err)
+	}
+
+	code, stdout, _ = runTB(t, nil, "bench", "replay", "--log", log, "--target", good.URL, "--target", broken.URL, "--clients", "4", "--out", out)
+	if code != cliutil.ExitProblem {
+		t.Fatalf("a target answering 500: exit %d, want 1\n%s", code, stdout)
+	}
+	if !strings.Contains(stdout, "100 of 100 measured requests FAILED (500: 100)") {
+		t.Errorf("the 500s are not reported:\n%s", stdout)
+	}
+	fails, err := os.ReadFile(filepath.Join(out, "failures.csv"))
+	if err != nil || strings.Count(string(fails), "\n") != 501 {
+		t.Errorf("failures.csv: %v, %d lines (want header + 500)", err, strings.Count(string(fails), "\n"))
+	}
+}

@@ -1,0 +1,254 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// leanClient is the replay's HTTP/1.1 client: one persistent connection per
+// benchmark client, requests written directly and answers parsed with
+// readAnswer. It skips http.Transport's connection pool and
+// per-connection goroutines, which cost more CPU per request than a small
+// tablebase answer takes to serve, and would make the harness, not the
+// target, the bottleneck on a small machine (see BenchmarkReplayVsWrk).
+type leanClient struct {
+	scheme, addr, host string
+	timeout            time.Duration
+	tlsConf            *tls.Config
+
+	mu     sync.Mutex
+	conns  []*leanConn // by client
+	closed bool
+}
+
+type leanConn struct {
+	c  net.Conn
+	br *bufio.Reader
+	bw *bufio.Writer
+}
+
+func newLeanClient(base *url.URL, clients int, timeout time.Duration) *leanClient {
+	addr := base.Host
+	if base.Port() == "" {
+		if base.Scheme == "https" {
+			addr = net.JoinHostPort(base.Hostname(), "443")
+		} else {
+			addr = net.JoinHostPort(base.Hostname(), "80")
+		}
+	}
+	lc := &leanClient{scheme: base.Scheme, addr: addr, host: base.Host, timeout: timeout, conns: make([]*leanConn, clients)}
+	if base.Scheme == "https" {
+		lc.tlsConf = &tls.Config{ServerName: base.Hostname()}
+	}
+	return lc
+}
+
+// abort makes every request in flight fail now (the run has ended).
+func (lc *leanClient) abort() {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	lc.closed = true
+	for _, c := range lc.conns {
+		if c != nil {
+			c.c.SetDeadline(time.Unix(1, 0))
+		}
+	}
+}
+
+// close closes every connection.
+func (lc *leanClient) close() {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	lc.closed = true
+	for i, c := range lc.conns {
+		if c != nil {
+			c.c.Close()
+			lc.conns[i] = nil
+		}
+	}
+}
+
+func (lc *leanClient) dial(ctx context.Context, client int) (*leanConn, error) {
+	d := net.Dialer{Timeout: lc.timeout, KeepAlive: 30 * time.Second}
+	c, err := d.DialContext(ctx, "tcp", lc.addr)
+	if err != nil {
+		return nil, err
+	}
+	if lc.tlsConf != nil {
+		tc := tls.Client(c, lc.tlsConf)
+		tc.SetDeadline(time.Now().Add(lc.timeout))
+		if err := tc.HandshakeContext(ctx); err != nil {
+			c.Close()
+			return nil, err
+		}
+		c = tc
+	}
+	cn := &leanConn{c: c, br: bufio.NewReaderSize(c, 16<<10), bw: bufio.NewWriterSize(c, 4<<10)}
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if lc.closed {
+		c.Close()
+		return nil, context.Canceled
+	}
+	lc.conns[client] = cn
+	return cn, nil
+}
+
+func (lc *leanClient) drop(client int) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if c := lc.conns[client]; c != nil {
+		c.c.Close()
+		lc.conns[client] = nil
+	}
+}
+
+// get sends GET path on the client's connection and reads the whole answer.
+// A request on a kept-alive connection that the server had closed is sent
+// again once on a new connection (as net/http does).
+func (lc *leanClient) get(ctx context.Context, client int, path string) Outcome {
+	lc.mu.Lock()
+	cn := lc.conns[client]
+	lc.mu.Unlock()
+	reused := cn != nil
+	for attempt := 0; ; attempt++ {
+		if cn == nil {
+			var err error
+			if cn, err = lc.dial(ctx, client); err != nil {
+				return Outcome{Err: lc.wrap(ctx, err)}
+			}
+		}
+		status, keep, fresh, err := lc.roundTrip(cn, path)
+		if err == nil {
+			if !keep {
+				lc.drop(client)
+			}
+			return Outcome{Status: status}
+		}
+		lc.drop(client)
+		cn = nil
+		if reused && !fresh && attempt == 0 && ctx.Err() == nil {
+			continue // stale keep-alive connection: nothing came back
+		}
+		return Outcome{Status: status, Err: lc.wrap(ctx, err)}
+	}
+}
+
+// roundTrip returns the status, whether the connection can be kept, and
+// whether any byte of an answer arrived (if none did, a retry cannot
+// duplicate a request the server answered).
+func (lc *leanClient) roundTrip(cn *leanConn, path string) (status int, keep, fresh bool, err error) {
+	cn.c.SetDeadline(time.Now().Add(lc.timeout))
+	cn.bw.WriteString("GET ")
+	cn.bw.WriteString(path)
+	cn.bw.WriteString(" HTTP/1.1\r\nHost: ")
+	cn.bw.WriteString(lc.host)
+	cn.bw.WriteString("\r\nUser-Agent: tbhost-bench\r\nAccept: */*\r\n\r\n")
+	if err := cn.bw.Flush(); err != nil {
+		return 0, false, false, err
+	}
+	if _, err := cn.br.Peek(1); err != nil {
+		return 0, false, false, err
+	}
+	status, keep, err = readAnswer(cn.br)
+	return status, keep, true, err
+}
+
+// readAnswer reads one HTTP/1.x answer to a GET from br and discards its
+// body; it returns the status and whether the connection stays usable.
+// Only what a GET needs: Content-Length, chunked, or body until close.
+func readAnswer(br *bufio.Reader) (status int, keep bool, err error) {
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		return 0, false, fmt.Errorf("reading the status line: %w", err)
+	}
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' {
+		return 0, false, fmt.Errorf("not an HTTP/1.x answer: %q", bytes.TrimSpace(line))
+	}
+	status, err = strconv.Atoi(string(line[9:12]))
+	if err != nil {
+		return 0, false, fmt.Errorf("bad status line %q", bytes.TrimSpace(line))
+	}
+	keep = line[7] == '1' // HTTP/1.1 keeps the connection by default
+	length, chunked := int64(-1), false
+	for {
+		h, err := br.ReadSlice('\n')
+		if err != nil {
+			return status, false, fmt.Errorf("reading headers: %w", err)
+		}
+		h = bytes.TrimRight(h, "\r\n")
+		if len(h) == 0 {
+			break
+		}
+		name, value, ok := bytes.Cut(h, []byte(":"))
+		if !ok {
+			continue
+		}
+		value = bytes.TrimSpace(value)
+		switch {
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			if length, err = strconv.ParseInt(string(value), 10, 64); err != nil || length < 0 {
+				return status, false, fmt.Errorf("bad Content-Length %q", value)
+			}
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+			chunked = bytes.Contains(bytes.ToLower(value), []byte("chunked"))
+		case bytes.EqualFold(name, []byte("Connection")):
+			v := bytes.ToLower(value)
+			if bytes.Contains(v, []byte("close")) {
+				keep = false
+			} else if bytes.Contains(v, []byte("keep-alive")) {
+				keep = true
+			}
+		}
+	}
+	switch {
+	case status == http.StatusNoContent || status == http.StatusNotModified || (status >= 100 && status < 200):
+		return status, keep, nil
+	case chunked:
+		if _, err := io.Copy(io.Discard, httputil.NewChunkedReader(br)); err != nil {
+			return status, false, fmt.Errorf("reading chunked body: %w", err)
+		}
+		for { // trailers, up to the empty line
+			t, err := br.ReadSlice('\n')
+			if err != nil {
+				return status, false, fmt.Errorf("reading trailers: %w", err)
+			}
+			if len(bytes.TrimRight(t, "\r\n")) == 0 {
+				return status, keep, nil
+			}
+		}
+	case length >= 0:
+		if _, err := br.Discard(int(length)); err != nil {
+			return status, false, fmt.Errorf("reading body: %w", err)
+		}
+		return status, keep, nil
+	default: // body until the server closes
+		if _, err := io.Copy(io.Discard, br); err != nil {
+			return status, false, fmt.Errorf("reading body: %w", err)
+		}
+		return status, false, nil
+	}
+}
+
+func (lc *leanClient) wrap(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w (%w): %w", ctx.Err(), context.Cause(ctx), err)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return fmt.Errorf("timed out after %s: %w", lc.timeout, err)
+	}
+	return err
+}

@@ -1,0 +1,187 @@
+//go:build lab
+
+package lab
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// integrityScript (issue 6): raid5 + dm-integrity over six HDDs, data
+// written; `integrity status` clean; a scrub killed with SIGKILL and rerun
+// resumes from its checkpoint; then a few KiB on the disk under image 2 are
+// overwritten inside that image's data area (LV deactivated, so the
+// dm-integrity journal is flushed and nothing is cached), and `integrity
+// scrub` must report that disk's image only, `integrity status` must exit 1
+// naming the disk, and the LV must still read back the data written.
+const integrityScript = `. /lab/lib.sh
+HDDS=$(lab_disks hdd)
+lab_step "raid5 + integrity --stripes 5"
+lab_run pvcreate -y $HDDS || exit 10
+lab_run vgcreate vg-hdd $HDDS || exit 10
+pe=$(pvs --noheadings -o pv_pe_count $(echo $HDDS | cut -d' ' -f1) | tr -d ' ')
+lab_run lvcreate -y --type raid5 --raidintegrity y --raidintegrityblocksize 512 --stripes 5 --name tables -l $((5 * (pe - 3))) vg-hdd || exit 11
+lab_wait_sync vg-hdd/tables || exit 12
+dd if=/dev/urandom of=/tmp/pat bs=1M count=48 2>/dev/null
+dd if=/tmp/pat of=/dev/vg-hdd/tables bs=1M oflag=direct conv=fsync 2>/dev/null || exit 13
+md5sum < /tmp/pat | cut -d' ' -f1 | lab_out pattern.md5
+
+lab_step "status on the clean array"
+tbhost integrity status --json vg-hdd/tables > /tmp/o.json; echo $? | lab_out status-clean.rc
+lab_out status-clean.json < /tmp/o.json
+
+lab_step "scrub killed with SIGKILL, then rerun"
+tbhost integrity scrub --rate 16MiB/s --state /tmp/scrub.json vg-hdd/tables > /tmp/killed.out 2>&1 &
+pid=$!
+i=0
+while [ $i -lt 120 ] && ! grep -q '"offset": [1-9]' /tmp/scrub.json 2>/dev/null; do sleep 1; i=$((i+1)); done
+sleep 3
+kill -9 $pid; wait $pid 2>/dev/null
+lab_out killed-state.json < /tmp/scrub.json
+lab_out killed.out < /tmp/killed.out
+tbhost integrity scrub --json --rate 0 --state /tmp/scrub.json vg-hdd/tables > /tmp/o.json 2>/tmp/e.txt; echo $? | lab_out scrub-resumed.rc
+lab_out scrub-resumed.json < /tmp/o.json; lab_out scrub-resumed.err < /tmp/e.txt
+
+lab_step "corrupt 8 KiB on the disk under tables_rimage_2 (LV inactive)"
+seg=$(lvs -a --noheadings -o devices vg-hdd/tables_rimage_2_iorig | tr -d ' ')
+disk=${seg%%(*}; ext=${seg#*(}; ext=${ext%)}
+pestart=$(pvs --noheadings --units b --nosuffix -o pe_start $disk | tr -d ' ')
+extsz=$(vgs --noheadings --units b --nosuffix -o vg_extent_size vg-hdd | tr -d ' ')
+# image offset 1 MiB: stripe 16 of 64 KiB chunks, whose parity is on image 1: image 2 holds data there
+off=$((pestart + ext * extsz + 1048576))
+echo "$disk $off" | lab_out corrupt.txt
+lab_run lvchange -an vg-hdd/tables || exit 20
+lab_run dd if=/dev/urandom of=$disk bs=4096 seek=$((off / 4096)) count=2 conv=notrunc,fsync || exit 21
+lab_run lvchange -ay vg-hdd/tables || exit 22
+tbhost integrity status vg-hdd/tables > /tmp/o.txt; echo $? | lab_out status-corrupt-unread.rc
+
+lab_step "scrub finds it"
+tbhost integrity scrub --json --rate 0 --state /tmp/scrub.json vg-hdd/tables > /tmp/o.json 2>/tmp/e.txt; echo $? | lab_out scrub-corrupt.rc
+lab_out scrub-corrupt.json < /tmp/o.json; lab_out scrub-corrupt.err < /tmp/e.txt
+tbhost integrity status vg-hdd/tables > /tmp/o.txt; echo $? | lab_out status-after.rc
+lab_out status-after.txt < /tmp/o.txt
+dd if=/dev/vg-hdd/tables bs=1M count=48 iflag=direct 2>/dev/null | md5sum | cut -d' ' -f1 | lab_out readback.md5
+
+lab_step "a second scrub pass: the repaired blocks read clean"
+tbhost integrity scrub --json --rate 0 --state /tmp/scrub.json vg-hdd/tables > /tmp/o.json 2>/tmp/e.txt; echo $? | lab_out scrub-again.rc
+lab_out scrub-again.json < /tmp/o.json
+dmesg | grep -iE 'integrity|raid|md/' | tail -40 | lab_out dmesg.txt
+exit 0
+`
+
+type labScrubReport struct {
+	Result struct {
+		Pass          int
+		PassCompleted bool `json:"pass_completed"`
+		Images        []struct {
+			Name      string
+			Disks     []string
+			Start     int64   `json:"start_offset"`
+			BytesRead int64   `json:"bytes_read"`
+			BadBlocks []int64 `json:"bad_blocks"`
+		}
+	}
+	Images []struct {
+		Name      string
+		Disks     []string
+		Before    int64 `json:"mismatches_before"`
+		After     int64 `json:"mismatches_after"`
+		BadBlocks int   `json:"unreadable_blocks"`
+	}
+	BadBlocks []struct {
+		Image    string
+		Repaired bool
+		Parity   bool
+		Note     string
+	} `json:"bad_blocks"`
+	KernelLog []string `json:"kernel_log"`
+	Problems  []string
+}
+
+func TestLabIntegrityScrubCorruptDisk(t *testing.T) {
+	hdd, _ := Disks(HDD, 6, 256, "512n")
+	res := boot(t, Config{Name: "integrity", Disks: hdd, Script: []byte(integrityScript), Timeout: 40 * time.Minute})
+	out := func(n string) string { return strings.TrimSpace(string(res.Outputs[n])) }
+	if res.ExitCode != 0 {
+		t.Fatalf("scenario exit %d (log %s)", res.ExitCode, res.LogPath)
+	}
+	parse := func(n string) labScrubReport {
+		var r labScrubReport
+		if err := json.Unmarshal(res.Outputs[n], &r); err != nil {
+			t.Fatalf("%s: %v\n%s\nstderr: %s", n, err, res.Outputs[n], res.Outputs[strings.TrimSuffix(n, ".json")+".err"])
+		}
+		return r
+	}
+
+	// status on a clean array exits 0
+	if rc := out("status-clean.rc"); rc != "0" {
+		t.Errorf("status on the clean array: exit %s\n%s", rc, out("status-clean.json"))
+	}
+
+	// killed and rerun: resumes from the checkpoint, not from zero
+	resumed := parse("scrub-resumed.json")
+	var fromCheckpoint int64
+	for _, im := range resumed.Result.Images {
+		fromCheckpoint += im.Start
+	}
+	if fromCheckpoint == 0 || !resumed.Result.PassCompleted || resumed.Result.Pass != 1 {
+		t.Errorf("rerun after SIGKILL did not resume (sum of start offsets %d, pass %d complete %v)\nstate at kill: %s",
+			fromCheckpoint, resumed.Result.Pass, resumed.Result.PassCompleted, out("killed-state.json"))
+	}
+	if rc := out("scrub-resumed.rc"); rc != "0" {
+		t.Errorf("clean scrub exit %s: %v", rc, resumed.Problems)
+	}
+
+	// the corrupted disk's image, and only it
+	f := strings.Fields(out("corrupt.txt"))
+	if len(f) != 2 {
+		t.Fatalf("corrupt.txt %q", out("corrupt.txt"))
+	}
+	disk := f[0]
+	sc := parse("scrub-corrupt.json")
+	if rc := out("scrub-corrupt.rc"); rc != "1" {
+		t.Errorf("scrub after corruption: exit %s, want 1", rc)
+	}
+	if len(sc.Problems) == 0 {
+		t.Errorf("scrub after corruption reported no problem")
+	}
+	for _, p := range sc.Problems {
+		if !strings.Contains(p, "tables_rimage_2 on "+disk) {
+			t.Errorf("problem not about tables_rimage_2 on %s: %q", disk, p)
+		}
+	}
+	for _, im := range sc.Images {
+		bad := im.BadBlocks > 0 || im.After > im.Before
+		if bad != (im.Name == "tables_rimage_2") {
+			t.Errorf("%s (%v): unreadable %d, mismatches %d -> %d", im.Name, im.Disks, im.BadBlocks, im.Before, im.After)
+		}
+	}
+	repaired := 0
+	for _, b := range sc.BadBlocks {
+		if b.Repaired {
+			repaired++
+		}
+	}
+	t.Logf("scrub after corruption: %d bad blocks, %d repaired through the LV; problems %q; kernel %q", len(sc.BadBlocks), repaired, sc.Problems, sc.KernelLog)
+
+	// status after the corruption exits 1 naming the disk
+	if rc := out("status-after.rc"); rc != "1" || !strings.Contains(out("status-after.txt"), disk) {
+		t.Errorf("status after corruption: exit %s, want 1 naming %s:\n%s", rc, disk, out("status-after.txt"))
+	}
+	// the LV's data still reads back correctly
+	if a, b := out("pattern.md5"), out("readback.md5"); a == "" || a != b {
+		t.Errorf("LV read back md5 %q, written %q", b, a)
+	}
+	// after the repair reads and the read-back, a new pass finds nothing
+	again := parse("scrub-again.json")
+	n := 0
+	for _, im := range again.Result.Images {
+		n += len(im.BadBlocks)
+	}
+	if n != 0 {
+		t.Errorf("second pass still finds %d unreadable blocks: %+v", n, again.Result.Images)
+	}
+	t.Logf("status before corruption was read: exit %s; dmesg:\n%s", out("status-corrupt-unread.rc"), out("dmesg.txt"))
+}

@@ -1,0 +1,117 @@
+//go:build lab
+
+package lab
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func sleeperConfig(t *testing.T, timeout time.Duration) Config {
+	return Config{Name: "sleeper", WorkDir: t.TempDir(), Script: []byte("echo sleeping; sleep 600\n"), Timeout: timeout, MemMiB: 256}
+}
+
+func TestTimeoutKillsQemu(t *testing.T) {
+	shared.prepare(t)
+	cfg := sleeperConfig(t, 45*time.Second)
+	l := &Lab{Base: shared.base}
+	start := time.Now()
+	res, err := l.Run(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "timed out") {
+		t.Fatalf("want a timeout error, got %v", err)
+	}
+	if d := time.Since(start); d > 70*time.Second {
+		t.Errorf("Run returned after %v for a 45s timeout", d)
+	}
+	if pids := LiveQemus(cfg.WorkDir); len(pids) > 0 {
+		t.Errorf("qemu %v alive after Run returned", pids)
+	}
+	if res == nil || res.ExitCode != -1 {
+		t.Errorf("result %+v: a killed run has no exit code", res)
+	}
+}
+
+func TestCancelKillsQemu(t *testing.T) {
+	shared.prepare(t)
+	cfg := sleeperConfig(t, 10*time.Minute)
+	l := &Lab{Base: shared.base}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		// cancel once the guest is up (or after 2 minutes regardless)
+		deadline := time.Now().Add(2 * time.Minute)
+		for time.Now().Before(deadline) {
+			if b, _ := os.ReadFile(cfg.WorkDir + "/serial-sleeper.log"); strings.Contains(string(b), "sleeping") {
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		cancel()
+	}()
+	_, err := l.Run(ctx, cfg)
+	if err == nil || !strings.Contains(err.Error(), "cancelled") {
+		t.Fatalf("want a cancellation error, got %v", err)
+	}
+	if pids := LiveQemus(cfg.WorkDir); len(pids) > 0 {
+		t.Errorf("qemu %v alive after Run returned", pids)
+	}
+}
+
+// TestQemuDiesWithTimedOutTestBinary runs a lab boot in a child test
+// binary that hits go test's -timeout (it panics and exits without running
+// any cleanup): its qemu must die with it.
+func TestQemuDiesWithTimedOutTestBinary(t *testing.T) {
+	if os.Getenv("TBHOST_LAB_HELPER") != "" {
+		t.Skip("in the helper")
+	}
+	shared.prepare(t) // build the cache before the child needs it
+	dir := t.TempDir()
+	baseFile := filepath.Join(dir, "base.json")
+	if err := writeBase(baseFile, shared.base); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperLongBoot$", "-test.timeout=30s")
+	cmd.Env = append(os.Environ(), "TBHOST_LAB_HELPER="+baseFile, "TMPDIR="+dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	seen := false
+	var exitErr error
+wait:
+	for {
+		select {
+		case exitErr = <-done:
+			break wait
+		case <-time.After(300 * time.Millisecond):
+			if len(LiveQemus(dir)) > 0 {
+				seen = true
+			}
+		}
+	}
+	if !seen {
+		t.Fatalf("the helper never started qemu (exit: %v)", exitErr)
+	}
+	time.Sleep(2 * time.Second)
+	if pids := LiveQemus(dir); len(pids) > 0 {
+		t.Errorf("qemu %v outlived its timed-out test binary", pids)
+	}
+}
+
+func TestHelperLongBoot(t *testing.T) {
+	if os.Getenv("TBHOST_LAB_HELPER") == "" {
+		t.Skip("helper of TestQemuDiesWithTimedOutTestBinary")
+	}
+	base, err := readBase(os.Getenv("TBHOST_LAB_HELPER"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &Lab{Base: base}
+	l.Run(context.Background(), sleeperConfig(t, 20*time.Minute))
+	t.Error("the boot should have been cut by the test timeout")
+}
