@@ -78,6 +78,8 @@ func (s Schedule) Service() string {
 # Runs the playbook once; %[2]s.timer starts it. A timer never starts a unit that is
 # still running (Type=oneshot stays "activating" until the run ends), and tbhost
 # itself refuses a second run of one playbook while the first holds its lock.
+# A non-zero exit (a Nagios playbook: WARNING 1, CRITICAL 2, UNKNOWN 3) leaves the
+# unit failed: it shows in systemctl --failed, and an OnFailure= unit can mail it.
 [Unit]
 Description=tbhost playbook %[1]s
 Documentation=https://github.com/tbhost/tbhost/blob/main/docs/playbooks.md
