@@ -31,8 +31,9 @@ func TestCapturedMisbuiltIsCriticalNamingIdleDisks(t *testing.T) {
 	if r.Status != Critical {
 		t.Fatalf("%s: %s", r.Status, r.Summary)
 	}
-	// the second PV of each image: HDD4, HDD5, HDD6 (sdc, sde, sdf in that boot)
-	want := []string{"scsi-0QEMU_QEMU_HARDDISK_HDD4", "scsi-0QEMU_QEMU_HARDDISK_HDD5", "scsi-0QEMU_QEMU_HARDDISK_HDD6"}
+	// the second PV of each image: HDD4, HDD5, HDD6 (sdc, sde, sdf in that boot),
+	// named by their wwn- links (the lab's WWNs: HDD6, HDD5, HDD4 in sorted order)
+	want := []string{"wwn-0x5000c50d0b981330", "wwn-0x5000c50d1b982c60", "wwn-0x5000c50d2b984590"}
 	if got := flaggedIDs(r, "vg-hdd/tables", FlagIdle); !reflect.DeepEqual(got, want) {
 		t.Errorf("idle %v, want %v", got, want)
 	}
@@ -55,7 +56,7 @@ func TestCapturedBalancedIsOK(t *testing.T) {
 		t.Fatalf("%+v", tables.Array)
 	}
 	for _, m := range tables.Members {
-		if m.Share < 0.16 || m.Share > 0.175 || m.IntegrityMismatches != 0 || !strings.HasPrefix(m.ID, "scsi-0QEMU_QEMU_HARDDISK_HDD") {
+		if m.Share < 0.16 || m.Share > 0.175 || m.IntegrityMismatches != 0 || !strings.HasPrefix(m.ID, "wwn-0x5000c50d") {
 			t.Errorf("member %s: share %.3f mismatches %d id %s", m.Disk, m.Share, m.IntegrityMismatches, m.ID)
 		}
 	}
