@@ -191,9 +191,9 @@ func TestMonitorWithoutSubcommandIsUsage(t *testing.T) {
 	}
 }
 
-// The acceptance items on REAL lab captures (monitor/testdata/captured).
+// The acceptance items on REAL lab captures (internal/lab/testdata/captures).
 func TestMonitorCheckRealCaptures(t *testing.T) {
-	const captured = "../../monitor/testdata/captured/"
+	const captured = "../../internal/lab/testdata/captures/"
 	code, out, _ := runTB(t, nil, "--root", captured+"raid5-no-stripes", "monitor", "check", "vg-hdd/tables")
 	if first := strings.SplitN(out, "\n", 2)[0]; code != 2 || !strings.Contains(first, "sdc, sde, sdf idle") {
 		t.Errorf("misbuilt: exit %d, summary %q", code, first)
