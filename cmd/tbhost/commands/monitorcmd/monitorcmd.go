@@ -117,7 +117,8 @@ func checkCommand() *cli.Command {
 		Usage:     "judge the arrays over a window; Nagios exit codes (0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN)",
 		ArgsUsage: "[ARRAY...]  (vg/lv, /dev/vg/lv, md0; default: every array)",
 		Description: `Samples /proc/diskstats every --interval for --for, then prints ONE summary line
-   (the worst findings first), then details: a table per array and every finding.
+   (the worst findings first, then " | " and Nagios perfdata: each member's reads/s
+   and share of the array's reads), then details: a table per array and every finding.
 
    A member is flagged WARNING (CRITICAL) when its reads/s stay more than --warn
    (--crit) away from the members' mean in EVERY judged interval of the window; a
