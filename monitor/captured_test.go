@@ -8,7 +8,13 @@ import (
 )
 
 // Real trees captured in the VM lab (lvm2 2.03.16, kernel 6.1) under a read
-// load: see testdata/captured/README.md.
+// load. The lab's copy is the only one: see
+// ../internal/lab/testdata/captures/README.md for how each was made.
+
+// captured is the path of the lab capture name, relative to this package.
+func captured(name string) string {
+	return "../internal/lab/testdata/captures/" + name
+}
 
 func flaggedIDs(r Report, array, flag string) []string {
 	var ids []string
@@ -27,12 +33,13 @@ func flaggedIDs(r Report, array, flag string) []string {
 }
 
 func TestCapturedMisbuiltIsCriticalNamingIdleDisks(t *testing.T) {
-	r := checkTree(t, "testdata/captured/raid5-no-stripes")
+	r := checkTree(t, captured("raid5-no-stripes"))
 	if r.Status != Critical {
 		t.Fatalf("%s: %s", r.Status, r.Summary)
 	}
-	// the second PV of each image: HDD4, HDD5, HDD6 (sdc, sde, sdf in that boot)
-	want := []string{"scsi-0QEMU_QEMU_HARDDISK_HDD4", "scsi-0QEMU_QEMU_HARDDISK_HDD5", "scsi-0QEMU_QEMU_HARDDISK_HDD6"}
+	// the second PV of each image: HDD4, HDD5, HDD6 (sdc, sde, sdf in that boot),
+	// named by their wwn- links (the lab's WWNs: HDD6, HDD5, HDD4 in sorted order)
+	want := []string{"wwn-0x5000c50d0b981330", "wwn-0x5000c50d1b982c60", "wwn-0x5000c50d2b984590"}
 	if got := flaggedIDs(r, "vg-hdd/tables", FlagIdle); !reflect.DeepEqual(got, want) {
 		t.Errorf("idle %v, want %v", got, want)
 	}
@@ -46,7 +53,7 @@ func TestCapturedMisbuiltIsCriticalNamingIdleDisks(t *testing.T) {
 }
 
 func TestCapturedBalancedIsOK(t *testing.T) {
-	r := checkTree(t, "testdata/captured/raid5-integrity-stripes5")
+	r := checkTree(t, captured("raid5-integrity-stripes5"))
 	if r.Status != OK {
 		t.Fatalf("%s: %s", r.Status, r.Summary)
 	}
@@ -55,12 +62,12 @@ func TestCapturedBalancedIsOK(t *testing.T) {
 		t.Fatalf("%+v", tables.Array)
 	}
 	for _, m := range tables.Members {
-		if m.Share < 0.16 || m.Share > 0.175 || m.IntegrityMismatches != 0 || !strings.HasPrefix(m.ID, "scsi-0QEMU_QEMU_HARDDISK_HDD") {
+		if m.Share < 0.16 || m.Share > 0.175 || m.IntegrityMismatches != 0 || !strings.HasPrefix(m.ID, "wwn-0x5000c50d") {
 			t.Errorf("member %s: share %.3f mismatches %d id %s", m.Disk, m.Share, m.IntegrityMismatches, m.ID)
 		}
 	}
 	// sysfs alone finds the same disks per image as LVM's report
-	withLVM := discover(t, "testdata/captured/raid5-integrity-stripes5")
+	withLVM := discover(t, captured("raid5-integrity-stripes5"))
 	if a := withLVM.Arrays[0]; a.Members[3].Disk != "sdc" || a.Members[3].Images[0] != "tables_rimage_3" {
 		t.Errorf("image 3: %+v (HDD4 is sdc in that boot)", a.Members[3])
 	}
@@ -68,8 +75,63 @@ func TestCapturedBalancedIsOK(t *testing.T) {
 
 func TestCapturedExporterPassesPromtool(t *testing.T) {
 	for _, tree := range []string{"raid5-no-stripes", "raid5-integrity-stripes5"} {
-		e := &Exporter{Env: Env{Root: "testdata/captured/" + tree}, Interval: 5e9, TopologyEvery: 6e10, Thresholds: DefaultThresholds()}
+		e := &Exporter{Env: Env{Root: captured(tree)}, Interval: 5e9, TopologyEvery: 6e10, Thresholds: DefaultThresholds()}
 		stepAll(t, e, 2)
 		promtoolCheckMetrics(t, scrape(t, e))
 	}
+}
+
+// Booted without HDD3: lvm2 2.03.16 refuses degraded activation of raid with
+// integrity, so the LV is inactive and partial. One saved diskstats, no load.
+func TestCapturedMissingMemberAtBoot(t *testing.T) {
+	r := checkTree(t, captured("raid5-missing-member-boot"), "vg-hdd/tables")
+	if r.Status != Critical {
+		t.Fatalf("%s: %s", r.Status, r.Summary)
+	}
+	a := r.Arrays[0]
+	var missing []string
+	for _, m := range a.Members {
+		if m.Flag == FlagMissing {
+			missing = append(missing, m.ImageLabel())
+		}
+	}
+	if !reflect.DeepEqual(missing, []string{"tables_rimage_2"}) || len(a.Members) != 6 {
+		t.Errorf("missing %v of %d members", missing, len(a.Members))
+	}
+	text := ""
+	for _, p := range a.Problems {
+		text += p.Text + "\n"
+	}
+	for _, want := range []string{"tables_rimage_2 has no disk", "not active", "partial"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("no %q in\n%s", want, text)
+		}
+	}
+}
+
+// HDD3 dropped while the array ran under load: active, degraded, readable.
+func TestCapturedMemberDroppedWhileRunning(t *testing.T) {
+	r := checkTree(t, captured("raid5-member-dropped"), "vg-hdd/tables")
+	if r.Status != Critical || !strings.Contains(r.Summary, "tables_rimage_2 has no disk") {
+		t.Fatalf("%s: %s", r.Status, r.Summary)
+	}
+	a := r.Arrays[0]
+	if !a.Degraded || a.Judged != 1 {
+		t.Errorf("degraded %v judged %d", a.Degraded, a.Judged)
+	}
+	// the five survivors read evenly (parity reconstruction spreads the load)
+	for _, m := range a.Members {
+		if m.Flag != FlagOK && m.Flag != FlagMissing {
+			t.Errorf("%s flagged %s", m.Disk, m.Flag)
+		}
+	}
+	e := &Exporter{Env: Env{Root: captured("raid5-member-dropped")}, Interval: 5e9, TopologyEvery: 6e10, Thresholds: DefaultThresholds()}
+	stepAll(t, e, 2)
+	out := scrape(t, e)
+	for _, want := range []string{`tbhost_array_degraded{array="vg-hdd/tables"} 1`, `tbhost_array_member_missing{array="vg-hdd/tables",image="tables_rimage_2"} 1`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	promtoolCheckMetrics(t, out)
 }

@@ -45,7 +45,7 @@ func TestExporterMisbuilt(t *testing.T) {
 	out := scrape(t, e)
 	for _, want := range []string{
 		`tbhost_array_member_skew_ratio{array="vg-hdd/probe",disk="sdd",id="scsi-0QEMU_QEMU_HARDDISK_HDD4",image="probe_rimage_0"} 0`,
-		`tbhost_array_member_skew_ratio{array="vg-hdd/probe",disk="sda",id="scsi-0QEMU_QEMU_HARDDISK_HDD1",image="probe_rimage_0"} 2`,
+		`tbhost_array_member_skew_ratio{array="vg-hdd/probe",disk="sda",id="wwn-0x5000c500a0000001",image="probe_rimage_0"} 2`,
 		`tbhost_array_status{array="vg-hdd/probe"} 2`,
 		`tbhost_array_degraded{array="vg-hdd/probe"} 0`,
 		`# TYPE tbhost_array_member_reads_total counter`,

@@ -75,11 +75,52 @@ func (r Report) StatusLine() string {
 	return r.Status.String() + ": " + r.Summary
 }
 
-// WriteText prints the summary line, then the details: every array's
-// problems and a table of its members.
+// Perfdata is the Nagios plugin performance data of the report (what goes
+// after " | " on the status line): per member, its reads/s and its share of
+// the array's reads over the window,
+//
+//	'vg-hdd/tables sda reads'=123.4;;;0 'vg-hdd/tables sda share'=16.67%;;;0;100
+//
+// A value is "U" (undetermined) when there are no rates (a missing member,
+// fewer than two samples) and a share is "U" when the array read nothing.
+// "" when there are no arrays.
+func (r Report) Perfdata() string {
+	var out []string
+	for _, a := range r.Arrays {
+		for _, m := range a.Members {
+			label := perfLabel(a.Name + " " + m.Label())
+			reads, share := "U", "U"
+			if a.Intervals > 0 && m.Flag != FlagMissing {
+				reads = strconv.FormatFloat(round(m.Rates.ReadsPerS, 2), 'f', -1, 64)
+				if a.ReadsPerS > 0 { // no share of nothing
+					share = strconv.FormatFloat(round(100*m.Share, 2), 'f', -1, 64) + "%"
+				}
+			}
+			out = append(out, label(" reads")+"="+reads+";;;0", label(" share")+"="+share+";;;0;100")
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// perfLabel returns a function quoting name+suffix as a perfdata label: in
+// single quotes (names hold spaces), without the characters the syntax
+// reserves (' and =).
+func perfLabel(name string) func(suffix string) string {
+	clean := strings.NewReplacer("'", "_", "=", "_", "|", "_").Replace(name)
+	return func(suffix string) string { return "'" + clean + suffix + "'" }
+}
+
+// WriteText prints the summary line with its perfdata (Nagios: "STATUS:
+// summary | perfdata"), then the details: every array's problems and a
+// table of its members.
 func (r Report) WriteText(w io.Writer) error {
 	ew := &errWriter{w: w}
-	fmt.Fprintln(ew, r.StatusLine())
+	// the first "|" starts perfdata for Nagios: none may appear before it
+	line := strings.ReplaceAll(r.StatusLine(), "|", "/")
+	if pd := r.Perfdata(); pd != "" {
+		line += " | " + pd
+	}
+	fmt.Fprintln(ew, line)
 	for _, n := range r.Notes {
 		fmt.Fprintf(ew, "note: %s\n", n)
 	}
@@ -103,15 +144,16 @@ func writeArrayTable(w io.Writer, a ArrayResult, bars bool) {
 		level = a.Kind
 	}
 	fmt.Fprintf(w, "%s  %s  %d disks  %.1f reads/s  %s  %s\n", a.Name, level, len(a.Members), a.ReadsPerS, mbps(sumBytes(a)), a.Status)
-	idw := 2
+	idw, dw := 2, 8
 	for _, m := range a.Members {
 		idw = max(idw, len(m.ID))
+		dw = max(dw, len(m.Label()))
 	}
 	imw := 5
 	for _, m := range a.Members {
 		imw = max(imw, len(m.ImageLabel()))
 	}
-	fmt.Fprintf(w, "  %-8s %-*s %-*s %9s %9s %8s %6s %6s %6s  %s\n", "DISK", idw, "ID", imw, "IMAGE", "r/s", "MB/s", "r_await", "%util", "aqu", "share", "FLAG")
+	fmt.Fprintf(w, "  %-*s %-*s %-*s %9s %9s %8s %6s %6s %6s  %s\n", dw, "DISK", idw, "ID", imw, "IMAGE", "r/s", "MB/s", "r_await", "%util", "aqu", "share", "FLAG")
 	maxShare := 0.0
 	for _, m := range a.Members {
 		maxShare = max(maxShare, m.Share)
@@ -125,8 +167,8 @@ func writeArrayTable(w io.Writer, a ArrayResult, bars bool) {
 		if id == "" {
 			id = "-"
 		}
-		line := fmt.Sprintf("  %-8s %-*s %-*s %9.1f %9.2f %8.1f %6.1f %6.2f %5.1f%%  %s",
-			m.Label(), idw, id, imw, img, m.Rates.ReadsPerS, m.Rates.ReadBytesPerS/1e6, m.Rates.RAwaitMS,
+		line := fmt.Sprintf("  %-*s %-*s %-*s %9.1f %9.2f %8.1f %6.1f %6.2f %5.1f%%  %s",
+			dw, m.Label(), idw, id, imw, img, m.Rates.ReadsPerS, m.Rates.ReadBytesPerS/1e6, m.Rates.RAwaitMS,
 			m.Rates.UtilPercent, m.Rates.QueueSize, 100*m.Share, m.Flag)
 		if bars {
 			line += "  " + bar(m.Share, maxShare, 20)

@@ -55,13 +55,17 @@ func (e Env) Discover(ctx context.Context, names []string) (Topology, error) {
 }
 
 // Source returns the sampler and the clock to pace it with. Under a
-// snapshot root holding proc/diskstats.0, .1, ... those are replayed as if
-// taken interval apart (no waiting); otherwise ROOT/proc/diskstats is read
-// live.
+// snapshot root, proc/diskstats.0, .1, ... are replayed as if taken
+// interval apart (no waiting), or proc/diskstats as a single sample; on
+// this host (root "/") /proc/diskstats is read live.
 func (e Env) Source(interval time.Duration) (Source, Clock, string, error) {
 	if e.Snapshot() {
 		if src, ok := NewReplaySource(e.Root, time.Unix(0, 0).UTC(), interval); ok {
-			return src, instantClock{}, fmt.Sprintf("replaying %d samples of %s as %s apart", len(src.Files), filepath.Join(e.Root, "proc", "diskstats.N"), interval), nil
+			note := fmt.Sprintf("replaying %d samples of %s as %s apart", len(src.Files), filepath.Join(e.Root, "proc", "diskstats.N"), interval)
+			if len(src.Files) == 1 {
+				note = fmt.Sprintf("one saved sample (%s): no rates", src.Files[0])
+			}
+			return src, instantClock{}, note, nil
 		}
 	}
 	src, err := NewProcSource(e.Root, e.clock())

@@ -90,7 +90,8 @@ type ReplaySource struct {
 	next     int
 }
 
-// NewReplaySource finds root/proc/diskstats.N files; ok is false when there are none.
+// NewReplaySource finds root/proc/diskstats.N files (or, failing those,
+// root/proc/diskstats as a single sample); ok is false when there is none.
 func NewReplaySource(root string, start time.Time, interval time.Duration) (*ReplaySource, bool) {
 	var files []string
 	for i := 0; ; i++ {
@@ -101,7 +102,13 @@ func NewReplaySource(root string, start time.Time, interval time.Duration) (*Rep
 		files = append(files, f)
 	}
 	if len(files) == 0 {
-		return nil, false
+		// a snapshot with one reading: replay it alone (no rates, but no
+		// pointless waiting on a file that never changes)
+		f := filepath.Join(root, "proc", "diskstats")
+		if _, err := os.Stat(f); err != nil {
+			return nil, false
+		}
+		files = []string{f}
 	}
 	return &ReplaySource{Files: files, Start: start, Interval: interval}, true
 }

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/tbhost/tbhost/internal/blockdev"
 )
 
 // BlockDev is what sysfs says about one block device (a disk, a partition,
@@ -132,40 +134,16 @@ func SplitDMName(name string) (vg, lv string, ok bool) {
 }
 
 // StableID returns the name of the /dev/disk/by-id link (under root) that
-// points at the kernel device disk, preferring ids that name the drive
-// (ata-, scsi-, nvme- with model and serial) over wwn-/eui- and partition
-// links. "" when there is none. This is the one place tbhost monitor looks
-// ids up; it can switch to internal/blockdev's inventory later.
+// tbhost names the disk by ("wwn-0x5000c500a1b2c301"), "" when there is none.
+// The rule is internal/blockdev's, the one `tbhost inventory` and
+// `tbhost lvm plan` use (wwn- first, then the link holding the serial), so
+// monitor output names a disk the way the plan that built the array did.
 func StableID(root, disk string) string {
-	dir := filepath.Join(root, "dev", "disk", "by-id")
-	entries, err := os.ReadDir(dir)
-	if err != nil {
+	id := blockdev.StableIDUnder(root, disk)
+	if id == "" {
 		return ""
 	}
-	best, bestRank := "", 1<<30
-	for _, e := range entries {
-		target, err := os.Readlink(filepath.Join(dir, e.Name()))
-		if err != nil || filepath.Base(target) != disk {
-			continue
-		}
-		if r := idRank(e.Name()); r < bestRank || (r == bestRank && e.Name() < best) {
-			best, bestRank = e.Name(), r
-		}
-	}
-	return best
-}
-
-func idRank(id string) int {
-	switch {
-	case strings.HasPrefix(id, "ata-"), strings.HasPrefix(id, "nvme-") && !strings.HasPrefix(id, "nvme-eui.") && !strings.HasPrefix(id, "nvme-nvme."):
-		return 0
-	case strings.HasPrefix(id, "scsi-") && !strings.HasPrefix(id, "scsi-3") && !strings.HasPrefix(id, "scsi-2"):
-		return 1
-	case strings.HasPrefix(id, "wwn-"), strings.HasPrefix(id, "scsi-3"), strings.HasPrefix(id, "nvme-eui."):
-		return 2
-	default:
-		return 3
-	}
+	return filepath.Base(id)
 }
 
 // mdInfo is what /sys/block/mdN/md says about a Linux md array.

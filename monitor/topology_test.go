@@ -40,8 +40,8 @@ func TestDiscoverBalanced(t *testing.T) {
 	if m.ID != "scsi-0QEMU_QEMU_HARDDISK_HDD3" || !reflect.DeepEqual(m.Images, []string{"tables_rimage_2"}) || m.IntegrityMismatches != 0 {
 		t.Errorf("member sdc: %+v", m)
 	}
-	if tables.Members[0].ID != "scsi-0QEMU_QEMU_HARDDISK_HDD1" {
-		t.Errorf("sda id %q: the drive's own scsi- id must win over wwn-", tables.Members[0].ID)
+	if tables.Members[0].ID != "wwn-0x5000c500a0000001" {
+		t.Errorf("sda id %q: wwn- must win over the scsi- id (internal/blockdev's rule, as in lvm plan)", tables.Members[0].ID)
 	}
 	if len(tables.Problems) != 0 {
 		t.Errorf("healthy array has problems: %+v", tables.Problems)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tbhost/tbhost/internal/execx"
@@ -44,6 +45,9 @@ type Options struct {
 	AcceptChanges bool   // resume although the playbook or parameters changed
 	Yes           bool   // confirmation gates pass (unattended runs)
 	Quiet         bool   // no headers and no live output (health checks)
+	// Force ends when the user insists (a second Ctrl-C): it kills even a
+	// step marked on_interrupt: finish. nil: such steps are killed by ctx too.
+	Force context.Context
 }
 
 // RefusedError: the run did not start or stopped because tbhost refused
@@ -192,7 +196,7 @@ func (e *Engine) Run(ctx context.Context, pb *Playbook, opts Options) (*Report, 
 			rep.Steps[i].Reason = "before --from " + opts.From
 		}
 	}
-	r := &run{e: e, pb: pb, opts: opts, rep: rep, st: st, log: log, lock: lockFile}
+	r := &run{out: &lockedWriter{w: e.out()}, e: e, pb: pb, opts: opts, rep: rep, st: st, log: log, lock: lockFile}
 	if prev != nil && prev.Status != "done" && !opts.Resume && opts.From == "" && !opts.Quiet {
 		fmt.Fprintf(e.out(), "note: the previous run (%s) ended %s at step %s; this run starts from the first step (--resume would continue there)\n", prev.RunID, prev.Status, prev.Current)
 	}
@@ -278,7 +282,20 @@ func changed(prev *State, pb *Playbook, vals Values, pbHash, paramsHash string) 
 	return fmt.Errorf("%s; review with --dry-run, then re-run with --accept-changes to continue anyway, or without --resume/--from to start over", strings.Join(why, "; "))
 }
 
+// lockedWriter serialises writes from the step's output and the engine's notices.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
 type run struct {
+	out  io.Writer
 	e    *Engine
 	pb   *Playbook
 	opts Options
@@ -292,7 +309,7 @@ func (r *run) event(ev Event) {
 	ev.Time = r.e.now()
 	ev.Run = r.rep.RunID
 	if err := r.log.Write(ev); err != nil {
-		fmt.Fprintf(r.e.out(), "tbhost playbook: %v\n", err)
+		fmt.Fprintf(r.out, "tbhost playbook: %v\n", err)
 	}
 }
 
@@ -307,7 +324,7 @@ func (r *run) save() {
 		r.st.Steps = append(r.st.Steps, ss)
 	}
 	if err := r.opts.Store.Save(r.st); err != nil {
-		fmt.Fprintf(r.e.out(), "tbhost playbook: %v\n", err)
+		fmt.Fprintf(r.out, "tbhost playbook: %v\n", err)
 	}
 }
 
@@ -355,8 +372,8 @@ func (r *run) finish(ctx context.Context) {
 		rep.ExitCode = 1
 	}
 	r.st.Status = rep.Status
-	if rep.Status == "done" {
-		r.st.Current = ""
+	if rep.Status != "interrupted" {
+		r.st.Current = rep.stoppedAt() // the first step that failed or was refused; "" when done
 	}
 	code := rep.ExitCode
 	r.event(Event{Event: "run-end", Status: rep.Status, Nagios: rep.Nagios, ExitCode: &code, Start: rep.Started, End: rep.Ended, Step: r.st.Current})
@@ -418,7 +435,7 @@ func (r *run) header(i int, format string, a ...any) {
 	if r.opts.Quiet {
 		return
 	}
-	fmt.Fprintf(r.e.out(), "==> [%d/%d] %s: %s\n", i+1, len(r.pb.Steps), r.pb.Steps[i].Name, fmt.Sprintf(format, a...))
+	fmt.Fprintf(r.out, "==> [%d/%d] %s: %s\n", i+1, len(r.pb.Steps), r.pb.Steps[i].Name, fmt.Sprintf(format, a...))
 }
 
 func (r *run) tbhostArgv(args []string) []string {
@@ -602,7 +619,7 @@ func (r *run) step(ctx context.Context, i int) StepResult {
 		out, ok := r.goNoGo(i)
 		res.Output = out
 		if !r.opts.Quiet {
-			fmt.Fprint(r.e.out(), out)
+			fmt.Fprint(r.out, out)
 		}
 		if !ok {
 			return finish(StepFailed, "NO-GO")
@@ -630,7 +647,7 @@ func (r *run) hold(ctx context.Context, i int, path string) error {
 		}
 		if !told {
 			// A hold is news even in a quiet run.
-			fmt.Fprintf(r.e.out(), "==> [%d/%d] %s: holding while %s exists; remove it to continue (Ctrl-C stops the run)\n", i+1, len(r.pb.Steps), r.pb.Steps[i].Name, path)
+			fmt.Fprintf(r.out, "==> [%d/%d] %s: holding while %s exists; remove it to continue (Ctrl-C stops the run)\n", i+1, len(r.pb.Steps), r.pb.Steps[i].Name, path)
 			r.event(Event{Event: "hold", Step: r.pb.Steps[i].Name, Argv: []string{path}, Status: "holding"})
 			told = true
 		}
@@ -719,19 +736,31 @@ func (r *run) action(ctx context.Context, i int, s Step, res *StepResult, starte
 		var tail tailBuffer
 		var w io.Writer = &tail
 		if !r.opts.Quiet {
-			w = io.MultiWriter(r.e.out(), &tail)
+			w = io.MultiWriter(r.out, &tail)
 		}
-		actx, cancel := ctx, context.CancelFunc(func() {})
+		if ctx.Err() != nil {
+			return interrupted()
+		}
+		// runCtx is what kills the step: the run's context, or for a step
+		// that must finish, only the second interrupt (Force).
+		runCtx := ctx
+		stopNotice := func() {}
+		if s.OnInterrupt == OnInterruptFinish && r.opts.Force != nil {
+			runCtx = r.opts.Force
+			stopNotice = r.finishNotice(ctx, i)
+		}
+		actx, cancel := runCtx, context.CancelFunc(func() {})
 		if s.Timeout > 0 {
-			actx, cancel = context.WithTimeout(ctx, s.Timeout)
+			actx, cancel = context.WithTimeout(runCtx, s.Timeout)
 		}
 		stopLoad := r.startLoad(actx, s, w)
 		code, runErr := r.e.Runner.Run(actx, Cmd{Argv: argv, Env: r.env(s.Name), Out: w, Inherit: r.inherit()})
 		stopLoad()
-		timedOut := actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
+		stopNotice()
+		timedOut := actx.Err() == context.DeadlineExceeded && runCtx.Err() == nil
 		cancel()
 		res.Output = tail.String()
-		if ctx.Err() != nil {
+		if runCtx.Err() != nil {
 			return interrupted()
 		}
 		c := code
@@ -767,6 +796,22 @@ func (r *run) action(ctx context.Context, i int, s Step, res *StepResult, starte
 		reason = fmt.Sprintf("%s, after %d attempts", reason, s.Retries+1)
 	}
 	return finish(StepFailed, reason)
+}
+
+// finishNotice tells the user, when the first interrupt arrives while a
+// step marked on_interrupt: finish runs, that it will complete first.
+func (r *run) finishNotice(ctx context.Context, i int) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintf(r.out, "==> [%d/%d] %s: interrupted: this step finishes first (cutting it in half could leave a half-made result); the run stops after it. Interrupt again to kill it now.\n",
+				i+1, len(r.pb.Steps), r.pb.Steps[i].Name)
+			r.event(Event{Event: "interrupt", Step: r.pb.Steps[i].Name, Reason: "on_interrupt: finish: waiting for the step"})
+		case <-done:
+		}
+	}()
+	return func() { close(done) }
 }
 
 // startLoad starts the step's background load, if any; the returned func

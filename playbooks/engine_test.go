@@ -627,3 +627,86 @@ steps:
 		t.Fatalf("resume: %v calls %v %s", err, f.called(), statuses(rep))
 	}
 }
+
+// A step marked on_interrupt: finish completes after the first interrupt
+// (the run then stops and records where); a second interrupt kills it.
+func TestOnInterruptFinish(t *testing.T) {
+	src := `name: fin
+steps:
+  - name: apply
+    on_interrupt: finish
+    shell: [apply]
+  - name: next
+    shell: [next]
+`
+	for _, force := range []bool{false, true} {
+		release := make(chan struct{})
+		started := make(chan struct{})
+		r := runnerFunc(func(ctx context.Context, c Cmd) (int, error) {
+			if c.Argv[0] != "apply" {
+				return 0, nil
+			}
+			close(started)
+			select {
+			case <-release:
+				return 0, nil
+			case <-ctx.Done():
+				return -1, ctx.Err()
+			}
+		})
+		e, out := newEngine(r)
+		e.Out = &lockedWriter{w: out}
+		pb := mustParse(t, src)
+		vals, _ := Resolve(pb, nil)
+		store := &Store{Dir: t.TempDir()}
+		ctx, cancel := context.WithCancel(context.Background())
+		fctx, fcancel := context.WithCancel(context.Background())
+		done := make(chan *Report, 1)
+		go func() {
+			rep, _ := e.Run(ctx, pb, Options{Values: vals, Store: store, Force: fctx})
+			done <- rep
+		}()
+		<-started
+		cancel() // first Ctrl-C
+		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-done:
+			t.Fatal("the finish step was killed by the first interrupt")
+		default:
+		}
+		if force {
+			fcancel()
+		} else {
+			close(release)
+		}
+		var rep *Report
+		select {
+		case rep = <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("run did not end")
+		}
+		fcancel()
+		want := "apply=done next=not-run"
+		if force {
+			want = "apply=interrupted next=not-run"
+		}
+		if rep.Status != "interrupted" || rep.ExitCode != ExitInterrupted || statuses(rep) != want {
+			t.Errorf("force=%v: %s %d %s", force, rep.Status, rep.ExitCode, statuses(rep))
+		}
+		st, _ := store.Load()
+		wantAt := "next"
+		if force {
+			wantAt = "apply"
+		}
+		if st.Status != "interrupted" || st.Current != wantAt {
+			t.Errorf("force=%v: state %s at %q, want at %q", force, st.Status, st.Current, wantAt)
+		}
+		if !strings.Contains(out.String(), "this step finishes first") {
+			t.Errorf("no notice: %s", out.String())
+		}
+	}
+}
+
+type runnerFunc func(ctx context.Context, c Cmd) (int, error)
+
+func (f runnerFunc) Run(ctx context.Context, c Cmd) (int, error) { return f(ctx, c) }

@@ -69,6 +69,12 @@ const (
 	StatusUnknown  = "UNKNOWN"
 )
 
+// What an interrupt does to a running step.
+const (
+	OnInterruptKill   = "kill"
+	OnInterruptFinish = "finish"
+)
+
 // Step is one step of a playbook.
 type Step struct {
 	Name        string
@@ -84,7 +90,11 @@ type Step struct {
 	Timeout     time.Duration
 	Retries     int
 	RetryDelay  time.Duration
-	OKCodes     []int          // exit codes that count as success (default [0])
+	OKCodes     []int // exit codes that count as success (default [0])
+	// OnInterrupt is what Ctrl-C/SIGTERM does to this step: "kill" (the
+	// default) or "finish": let it complete (a step that must not be cut in
+	// half, like lvcreate), then stop; a second interrupt kills it.
+	OnInterrupt string
 	ExitStatus  map[int]string // Nagios playbooks: exit code -> OK/WARNING/CRITICAL/UNKNOWN
 	Pos         Pos
 }
@@ -455,6 +465,12 @@ func (d *decoder) step(n *yaml.Node) Step {
 		"timeout":     func(v *yaml.Node) { d.duration(v, "timeout", &s.Timeout) },
 		"retries":     func(v *yaml.Node) { d.integer(v, "retries", &s.Retries) },
 		"retry_delay": func(v *yaml.Node) { d.duration(v, "retry_delay", &s.RetryDelay) },
+		"on_interrupt": func(v *yaml.Node) {
+			d.str(v, "on_interrupt", &s.OnInterrupt)
+			if s.OnInterrupt != OnInterruptKill && s.OnInterrupt != OnInterruptFinish {
+				d.fail(v, "on_interrupt must be %s or %s, not %q", OnInterruptKill, OnInterruptFinish, s.OnInterrupt)
+			}
+		},
 		"ok_codes": func(v *yaml.Node) {
 			for _, e := range v.Content {
 				var c int

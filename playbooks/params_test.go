@@ -152,3 +152,16 @@ steps:
 		t.Fatal("scrub=true: want the missing command reported")
 	}
 }
+
+func TestNames(t *testing.T) {
+	for s, want := range map[string]bool{"health-check": true, "my.pb_2": true, "Health": false, "-x": false, "": false, "a b": false} {
+		if validPlaybookName(s) != want {
+			t.Errorf("playbook name %q: want %v", s, want)
+		}
+	}
+	for s, want := range map[string]bool{"plan": true, "hold_file": true, "_x1": true, "1x": false, "hold-file": false, "": false} {
+		if validParamName(s) != want {
+			t.Errorf("param name %q: want %v", s, want)
+		}
+	}
+}

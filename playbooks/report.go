@@ -144,16 +144,17 @@ type PlannedStep struct {
 	Retries     int            `json:"retries,omitempty"`
 	OKCodes     []int          `json:"ok_codes,omitempty"`
 	ExitStatus  map[int]string `json:"exit_status,omitempty"`
+	OnInterrupt string         `json:"on_interrupt,omitempty"`
 }
 
 // Plan resolves every step's commands and checks with the given values,
 // running nothing: what --dry-run shows.
 func (e *Engine) Plan(pb *Playbook, vals Values) ([]PlannedStep, error) {
-	r := &run{e: e, pb: pb, opts: Options{Values: vals}}
+	r := &run{out: io.Discard, e: e, pb: pb, opts: Options{Values: vals}}
 	var out []PlannedStep
 	for _, s := range pb.Steps {
 		ps := PlannedStep{Name: s.Name, Description: s.Description, Report: s.Report, Optional: s.Action.Optional,
-			Runs: true, Retries: s.Retries, OKCodes: s.OKCodes, ExitStatus: s.ExitStatus}
+			Runs: true, Retries: s.Retries, OKCodes: s.OKCodes, ExitStatus: s.ExitStatus, OnInterrupt: s.OnInterrupt}
 		if s.Timeout > 0 {
 			ps.Timeout = s.Timeout.String()
 		}
@@ -280,6 +281,9 @@ func WritePlan(w io.Writer, pb *Playbook, vals Values, self []string, steps []Pl
 		}
 		if len(s.ExitStatus) > 0 {
 			extra = append(extra, fmt.Sprintf("exit status %v", s.ExitStatus))
+		}
+		if s.OnInterrupt == OnInterruptFinish {
+			extra = append(extra, "Ctrl-C lets it finish (twice kills it)")
 		}
 		if len(extra) > 0 {
 			fmt.Fprintf(w, "      %s\n", strings.Join(extra, ", "))

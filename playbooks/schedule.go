@@ -2,7 +2,6 @@ package playbooks
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -18,8 +17,6 @@ type Schedule struct {
 	User     string // cron only; systemd system services run as root
 }
 
-var unsafeUnitChars = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
-
 // ParseAt reads HH:MM.
 func ParseAt(at string) (hour, minute int, err error) {
 	if _, err := fmt.Sscanf(at, "%d:%d", &hour, &minute); err != nil || hour < 0 || hour > 23 || minute < 0 || minute > 59 || len(at) > 5 {
@@ -30,7 +27,14 @@ func ParseAt(at string) (hour, minute int, err error) {
 
 // UnitName is the base name of the units and cron file: tbhost-NAME.
 func (s Schedule) UnitName() string {
-	return "tbhost-" + strings.Trim(unsafeUnitChars.ReplaceAllString(s.Name, "-"), "-")
+	// unit and cron.d file names: letters, digits, '-' and '_' (cron.d skips names with dots)
+	safe := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
+			return r
+		}
+		return '-'
+	}, s.Name)
+	return "tbhost-" + strings.Trim(safe, "-")
 }
 
 // LockFile is the flock file the cron line holds while the playbook runs.
@@ -74,6 +78,8 @@ func (s Schedule) Service() string {
 # Runs the playbook once; %[2]s.timer starts it. A timer never starts a unit that is
 # still running (Type=oneshot stays "activating" until the run ends), and tbhost
 # itself refuses a second run of one playbook while the first holds its lock.
+# A non-zero exit (a Nagios playbook: WARNING 1, CRITICAL 2, UNKNOWN 3) leaves the
+# unit failed: it shows in systemctl --failed, and an OnFailure= unit can mail it.
 [Unit]
 Description=tbhost playbook %[1]s
 Documentation=https://github.com/tbhost/tbhost/blob/main/docs/playbooks.md

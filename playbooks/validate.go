@@ -21,10 +21,27 @@ type CommandSet interface {
 // ReportGoNoGo is the built-in final report of pre-cutover style playbooks.
 const ReportGoNoGo = "go-no-go"
 
-var (
-	playbookNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
-	paramNameRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-)
+// validPlaybookName: lower-case letters, digits, '-', '.', '_' (it names the state directory).
+func validPlaybookName(s string) bool {
+	for i, r := range s {
+		ok := r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || i > 0 && (r == '.' || r == '_' || r == '-')
+		if !ok {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// validParamName: a Go template field name ({{.name}}).
+func validParamName(s string) bool {
+	for i, r := range s {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '_' || i > 0 && r >= '0' && r <= '9'
+		if !ok {
+			return false
+		}
+	}
+	return s != ""
+}
 
 // Validate checks a parsed playbook: parameter definitions, step names,
 // every template (rendered with the defaults), and every tbhost command
@@ -84,12 +101,12 @@ func (v *validator) sampleValues() Values {
 }
 
 func (v *validator) run() {
-	if !playbookNameRE.MatchString(v.pb.Name) {
+	if !validPlaybookName(v.pb.Name) {
 		v.fail(Pos{1, 1}, "playbook name %q: use lower-case letters, digits, '-', '.' and '_'", v.pb.Name)
 	}
 	seen := map[string]bool{}
 	for _, p := range v.pb.Params {
-		if !paramNameRE.MatchString(p.Name) {
+		if !validParamName(p.Name) {
 			v.fail(p.Pos, "parameter name %q: use letters, digits and '_' (templates refer to it as {{.%s}})", p.Name, p.Name)
 		}
 		if seen[p.Name] {

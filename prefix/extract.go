@@ -19,7 +19,7 @@ import (
 // Batching of directory and manifest fsyncs (see Extract).
 const (
 	flushEntries = 256
-	flushEvery   = 250 * time.Millisecond
+	flushEvery   = time.Second
 )
 
 // ErrBusy: another extract is running on the store.

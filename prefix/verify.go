@@ -42,9 +42,10 @@ func (f Finding) String() string {
 
 // VerifyOptions configure Verify.
 type VerifyOptions struct {
-	Store string
-	Full  bool // reread the tables' prefix bytes and compare (HDD reads)
-	Jobs  int
+	Store    string
+	Full     bool // reread the tables' prefix bytes and compare (HDD reads)
+	Jobs     int
+	Progress Progress // nil: silent; Advance/Done once per table
 }
 
 // VerifyReport is the result of Verify; Findings is empty when all is well.
@@ -74,6 +75,21 @@ func Verify(ctx context.Context, sources []Source, opt VerifyOptions) (*VerifyRe
 	if jobs < 1 {
 		jobs = 1
 	}
+	prog := opt.Progress
+	if prog == nil {
+		prog = nopProgress{}
+	}
+	var total int64
+	for _, s := range sources {
+		if e, ok := man[s.Name]; ok {
+			total += e.Prefix
+			if opt.Full {
+				total += e.Prefix
+			}
+		}
+	}
+	prog.Begin(len(sources), total)
+	defer prog.End()
 	findings := make([][]Finding, len(sources))
 	read := make([]int64, len(sources))
 	work := make(chan int)
@@ -88,6 +104,8 @@ func Verify(ctx context.Context, sources []Source, opt VerifyOptions) (*VerifyRe
 				}
 				e, has := man[sources[i].Name]
 				findings[i], read[i] = verifyOne(sources[i], opt.Store, e, has, opt.Full)
+				prog.Advance(read[i])
+				prog.Done(sources[i].Name, read[i], nil)
 			}
 		}()
 	}

@@ -62,10 +62,36 @@ func TestMonitorCheckLowTraffic(t *testing.T) {
 	}
 }
 
+// Nagios perfdata: after " | " on the summary line, per member reads/s and
+// share; only in the human output.
+func TestMonitorCheckPerfdata(t *testing.T) {
+	code, out, _ := runTB(t, nil, "--root", fixtures+"misbuilt", "monitor", "check")
+	first := strings.SplitN(out, "\n", 2)[0]
+	status, perf, ok := strings.Cut(first, " | ")
+	if code != 2 || !ok || !strings.HasPrefix(status, "CRITICAL: vg-hdd/probe: sdd, sde, sdf idle") || strings.Contains(status, "|") {
+		t.Fatalf("exit %d, first line %q", code, first)
+	}
+	for _, want := range []string{"'vg-hdd/probe sda reads'=941.1;;;0", "'vg-hdd/probe sda share'=33.33%;;;0;100",
+		"'vg-hdd/probe sdd reads'=0;;;0", "'vg-hdd/probe sdd share'=0%;;;0;100"} {
+		if !strings.Contains(perf, want) {
+			t.Errorf("perfdata lacks %s: %q", want, perf)
+		}
+	}
+	if n := strings.Count(perf, "'="); n != 12 {
+		t.Errorf("%d perfdata items for 6 members: %q", n, perf)
+	}
+	if strings.Contains(strings.SplitN(out, "\n", 2)[1], "'=") {
+		t.Errorf("perfdata beyond the first line:\n%s", out)
+	}
+}
+
 func TestMonitorCheckJSONShape(t *testing.T) {
 	code, out, _ := runTB(t, nil, "--root", fixtures+"misbuilt", "monitor", "check", "--json")
 	if code != 2 {
 		t.Fatalf("exit %d", code)
+	}
+	if strings.Contains(out, "'=") || strings.Contains(out, " | ") {
+		t.Errorf("--json must not carry perfdata:\n%s", out)
 	}
 	var doc map[string]any
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
@@ -191,9 +217,9 @@ func TestMonitorWithoutSubcommandIsUsage(t *testing.T) {
 	}
 }
 
-// The acceptance items on REAL lab captures (monitor/testdata/captured).
+// The acceptance items on REAL lab captures (internal/lab/testdata/captures).
 func TestMonitorCheckRealCaptures(t *testing.T) {
-	const captured = "../../monitor/testdata/captured/"
+	const captured = "../../internal/lab/testdata/captures/"
 	code, out, _ := runTB(t, nil, "--root", captured+"raid5-no-stripes", "monitor", "check", "vg-hdd/tables")
 	if first := strings.SplitN(out, "\n", 2)[0]; code != 2 || !strings.Contains(first, "sdc, sde, sdf idle") {
 		t.Errorf("misbuilt: exit %d, summary %q", code, first)
@@ -201,5 +227,11 @@ func TestMonitorCheckRealCaptures(t *testing.T) {
 	code, out, _ = runTB(t, nil, "--root", captured+"raid5-integrity-stripes5", "monitor", "check", "vg-hdd/tables")
 	if code != 0 || !strings.HasPrefix(out, "OK: vg-hdd/tables balanced (6 disks") {
 		t.Errorf("balanced: exit %d\n%s", code, out)
+	}
+	for _, c := range []string{"raid5-missing-member-boot", "raid5-member-dropped"} {
+		code, out, _ = runTB(t, nil, "--root", captured+c, "monitor", "check", "--json", "vg-hdd/tables")
+		if code != 2 || !strings.Contains(out, `"disk": "missing:tables_rimage_2"`) || !strings.Contains(out, `"flag": "missing"`) {
+			t.Errorf("%s: exit %d\n%s", c, code, out)
+		}
 	}
 }

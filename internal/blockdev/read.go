@@ -174,6 +174,30 @@ func readByID(h *hostFS) map[string][]string {
 	return out
 }
 
+// StableIDUnder returns the /dev/disk/by-id link tbhost names the block
+// device kernelName (sda, nvme0n1, sda1) by, reading root/dev/disk/by-id
+// and the disk's serial under root, by the same rule as Read's
+// Device.StableID (see stableID): "" when no link points at the device.
+// It lets packages that do not take a whole inventory (tbhost monitor)
+// name disks exactly as `tbhost inventory` and `tbhost lvm plan` do.
+func StableIDUnder(root, kernelName string) string {
+	h := newHostFS(root)
+	links := readByID(h)[kernelName]
+	if len(links) == 0 {
+		return ""
+	}
+	base := "/sys/block/" + kernelName
+	if !h.exists(base) { // a partition: the serial is its disk's
+		for _, disk := range h.readDir("/sys/block") {
+			if h.exists("/sys/block/" + disk + "/" + kernelName + "/partition") {
+				base = "/sys/block/" + disk
+				break
+			}
+		}
+	}
+	return stableID(links, diskSerial(h, base, readUdev(h, h.readString(base+"/dev"))))
+}
+
 func readDisk(ctx context.Context, h *hostFS, bfs blockdevice.FS, name string, dmNames map[string]string, idLinks map[string][]string) (*Device, error) {
 	base := "/sys/block/" + name
 	d := &Device{Name: name, Path: "/dev/" + name, Kind: "disk"}
@@ -199,7 +223,7 @@ func readDisk(ctx context.Context, h *hostFS, bfs blockdevice.FS, name string, d
 
 	udev := readUdev(h, d.MajMin)
 	// serial and WWN: udev first, then sysfs (the lab guest has no udev)
-	d.Serial = firstNonEmpty(udev["ID_SERIAL_SHORT"], h.readString(base+"/device/serial"), vpdSerial(h, base+"/device/vpd_pg80"))
+	d.Serial = diskSerial(h, base, udev)
 	d.WWN = firstNonEmpty(udev["ID_WWN_WITH_EXTENSION"], udev["ID_WWN"], sysfsWWN(h, base))
 	if d.Model == "" {
 		d.Model = strings.ReplaceAll(udev["ID_MODEL"], "_", " ")
@@ -293,6 +317,12 @@ func readUdev(h *hostFS, majmin string) map[string]string {
 		}
 	}
 	return out
+}
+
+// diskSerial is the serial of the disk at base (/sys/block/sda): udev's
+// ID_SERIAL_SHORT, else sysfs device/serial, else the VPD page 0x80.
+func diskSerial(h *hostFS, base string, udev map[string]string) string {
+	return firstNonEmpty(udev["ID_SERIAL_SHORT"], h.readString(base+"/device/serial"), vpdSerial(h, base+"/device/vpd_pg80"))
 }
 
 // vpdSerial reads the unit serial number from a SCSI VPD page 0x80.

@@ -209,3 +209,71 @@ func TestRealLabGuestSnapshots(t *testing.T) {
 		t.Errorf("sdd holders %v", h)
 	}
 }
+
+// StableIDUnder (what tbhost monitor names member disks by) must pick the
+// same link as the inventory, for every disk and partition of every tree.
+func TestStableIDUnderAgreesWithInventory(t *testing.T) {
+	trees, err := os.ReadDir("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	named, parts := 0, 0
+	for _, tree := range trees {
+		inv := readTree(t, tree.Name())
+		for _, d := range inv.All() {
+			got := blockdev.StableIDUnder(filepath.Join("testdata", tree.Name()), d.Name)
+			if got != d.StableID {
+				t.Errorf("%s %s: StableIDUnder %q, inventory %q", tree.Name(), d.Name, got, d.StableID)
+			}
+			if got != "" {
+				named++
+				if d.Kind == "part" {
+					parts++
+				}
+			}
+		}
+	}
+	if named < 10 || parts == 0 {
+		t.Errorf("only %d devices (%d partitions) had an id: the trees lack by-id links", named, parts)
+	}
+	if got := blockdev.StableIDUnder("testdata/reference-host", "sda"); got != "/dev/disk/by-id/wwn-0x5000c500a1b2c301" {
+		t.Errorf("reference sda: %q, want its wwn- link", got)
+	}
+	if got := blockdev.StableIDUnder("testdata/reference-host", "sdzz"); got != "" {
+		t.Errorf("unknown disk: %q", got)
+	}
+}
+
+// Without a wwn- link the link holding the disk's serial wins, for the disk
+// and its partitions (whose serial is read from the disk).
+func TestStableIDUnderUsesTheSerial(t *testing.T) {
+	root := t.TempDir()
+	write := func(p, s string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, p), []byte(s+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("sys/block/sdq/dev", "65:0")
+	write("sys/block/sdq/device/serial", "ZAD0A1B9")
+	write("sys/block/sdq/sdq1/partition", "1")
+	byID := filepath.Join(root, "dev/disk/by-id")
+	if err := os.MkdirAll(byID, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// "a-alias" sorts first and has no serial: it must not win
+	for link, target := range map[string]string{"a-alias": "sdq", "ata-ST6000_ZAD0A1B9": "sdq",
+		"a-alias-part1": "sdq1", "ata-ST6000_ZAD0A1B9-part1": "sdq1"} {
+		if err := os.Symlink("../../"+target, filepath.Join(byID, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for dev, want := range map[string]string{"sdq": "/dev/disk/by-id/ata-ST6000_ZAD0A1B9", "sdq1": "/dev/disk/by-id/ata-ST6000_ZAD0A1B9-part1"} {
+		if got := blockdev.StableIDUnder(root, dev); got != want {
+			t.Errorf("%s: %q, want %q", dev, got, want)
+		}
+	}
+}

@@ -97,7 +97,7 @@ def disks(exclude=()):
             continue
         devs[n] = {"dev": DEVNO[n], "rotational": 1}
         byid["scsi-0QEMU_QEMU_HARDDISK_HDD%d" % (i + 1)] = n
-    byid["wwn-0x5000c500a0000001"] = "sda"  # a wwn- link too: the drive's own id must win
+    byid["wwn-0x5000c500a0000001"] = "sda"  # a wwn- link too: it wins (internal/blockdev's rule)
     for i, n in enumerate(NVME):
         devs[n] = {"dev": DEVNO[n], "rotational": 0}
         byid["nvme-QEMU_NVMe_Ctrl_NVME%d" % (i + 1)] = n

@@ -39,7 +39,7 @@ func Command() *cli.Command {
    Alerting rules for Prometheus ship in monitor/alerts/tbhost.rules.yml.
    With --root DIR (a snapshot or fixture tree) the LVM report is read from
    DIR/lvm/lvs.json and DIR/lvm/pvs.json, and DIR/proc/diskstats.0, .1, ... are
-   replayed as samples taken --interval apart.`,
+   replayed as samples taken --interval apart (give the spacing they were taken with).`,
 		Action: cliutil.GroupAction,
 		Subcommands: []*cli.Command{
 			topologyCommand(),
@@ -117,7 +117,8 @@ func checkCommand() *cli.Command {
 		Usage:     "judge the arrays over a window; Nagios exit codes (0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN)",
 		ArgsUsage: "[ARRAY...]  (vg/lv, /dev/vg/lv, md0; default: every array)",
 		Description: `Samples /proc/diskstats every --interval for --for, then prints ONE summary line
-   (the worst findings first), then details: a table per array and every finding.
+   (the worst findings first, then " | " and Nagios perfdata: each member's reads/s
+   and share of the array's reads), then details: a table per array and every finding.
 
    A member is flagged WARNING (CRITICAL) when its reads/s stay more than --warn
    (--crit) away from the members' mean in EVERY judged interval of the window; a

@@ -204,6 +204,53 @@ steps:
 		}
 	})
 
+	t.Run("on_interrupt finish: one SIGTERM lets the step complete, a second kills it", func(t *testing.T) {
+		for _, signals := range []int{1, 2} {
+			sub := filepath.Join(dir, fmt.Sprintf("fin%d", signals))
+			os.MkdirAll(sub, 0o755)
+			pb := filepath.Join(sub, "fin.yaml")
+			os.WriteFile(pb, []byte(fmt.Sprintf(`name: fin
+steps:
+  - name: critical
+    on_interrupt: finish
+    shell: [sh, -c, 'touch "$0/started"; sleep 3; touch "$0/finished"', %[1]s]
+  - name: after
+    shell: [touch, %[1]s/after]
+`, sub)), 0o644)
+			cmd := exec.Command(bin, "playbook", "run", "--state-dir", filepath.Join(sub, "state"), pb)
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				if _, err := os.Stat(filepath.Join(sub, "started")); err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					cmd.Process.Kill()
+					t.Fatalf("never started:\n%s", out.String())
+				}
+			}
+			for i := 0; i < signals; i++ {
+				cmd.Process.Signal(syscall.SIGTERM)
+				time.Sleep(200 * time.Millisecond)
+			}
+			cmd.Wait()
+			_, errFinished := os.Stat(filepath.Join(sub, "finished"))
+			_, errAfter := os.Stat(filepath.Join(sub, "after"))
+			if code := cmd.ProcessState.ExitCode(); code != 130 || errAfter == nil {
+				t.Errorf("%d signal(s): exit %d, next step ran: %v\n%s", signals, code, errAfter == nil, out.String())
+			}
+			if (errFinished == nil) != (signals == 1) {
+				t.Errorf("%d signal(s): step finished = %v\n%s", signals, errFinished == nil, out.String())
+			}
+			if signals == 1 && !strings.Contains(out.String(), "this step finishes first") {
+				t.Errorf("no notice:\n%s", out.String())
+			}
+		}
+	})
+
 	t.Run("runs in a busybox userland (no bash, no coreutils, no systemd)", func(t *testing.T) {
 		bb, err := exec.LookPath("busybox")
 		if err != nil {

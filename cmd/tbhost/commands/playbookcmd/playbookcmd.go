@@ -282,8 +282,9 @@ func runCommand() *cli.Command {
    skipped (already done) / failed, with times). Every run appends to a JSON-lines log and
    rewrites a state file in --state-dir/NAME/; --resume continues after the last completed
    step, and refuses if the playbook or its parameters changed since (--accept-changes).
-   Ctrl-C or SIGTERM kills the running step and everything it started; the state file says
-   where the run stopped.
+   Ctrl-C or SIGTERM kills the running step and everything it started (a step marked
+   on_interrupt: finish, like lvm apply, completes first; a second Ctrl-C kills it); the
+   state file says where the run stopped.
 
    Exit codes: 0 done, 1 a step failed or was refused, 2 usage error, 3 could not run,
    130 interrupted. Playbooks marked nagios (health-check) exit with the worst step's
@@ -381,12 +382,12 @@ func runAction(c *cli.Context) error {
 	if verr != nil {
 		return nagiosOr(pb, cliutil.ExitProblem, fmt.Errorf("the playbook does not validate against this build; nothing was run:\n%w", verr), g)
 	}
-	ctx, stop := signal.NotifyContext(contextOf(c), os.Interrupt, syscall.SIGTERM)
+	ctx, force, stop := interrupts(contextOf(c))
 	defer stop()
 	store := &playbooks.Store{Dir: filepath.Join(o.String("state-dir"), pb.Name)}
 	rep, err := eng.Run(ctx, pb, playbooks.Options{
 		Values: vals, Store: store, Resume: o.Bool("resume"), From: o.String("from"),
-		AcceptChanges: o.Bool("accept-changes"), Yes: o.Bool("yes"), Quiet: quiet,
+		AcceptChanges: o.Bool("accept-changes"), Yes: o.Bool("yes"), Quiet: quiet, Force: force,
 	})
 	if err != nil {
 		var refused *playbooks.RefusedError
@@ -424,6 +425,38 @@ func nagiosOr(pb *playbooks.Playbook, code int, err error, g *cliutil.Globals) e
 		return cliutil.WithCode(3, nil)
 	}
 	return cliutil.WithCode(code, err)
+}
+
+// interrupts turns the first SIGINT/SIGTERM into ctx's cancellation (the
+// run stops after killing, or finishing, the running step) and a second one
+// into force's (even a step marked on_interrupt: finish is killed).
+func interrupts(parent context.Context) (ctx, force context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(parent)
+	force, cancelForce := context.WithCancel(parent)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		for n := 0; ; n++ {
+			select {
+			case <-sigs:
+				if n == 0 {
+					cancel()
+					continue
+				}
+				cancelForce()
+				return
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ctx, force, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel()
+		cancelForce()
+	}
 }
 
 func contextOf(c *cli.Context) context.Context {

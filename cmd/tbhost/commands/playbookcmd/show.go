@@ -101,6 +101,9 @@ func describe(pb *playbooks.Playbook) playbookDoc {
 		if s.Retries > 0 {
 			sd.Checks = append(sd.Checks, fmt.Sprintf("retries %d (delay %s)", s.Retries, s.RetryDelay))
 		}
+		if s.OnInterrupt == playbooks.OnInterruptFinish {
+			sd.Checks = append(sd.Checks, "on interrupt: finishes first (a second interrupt kills it)")
+		}
 		if len(s.OKCodes) > 0 {
 			sd.Checks = append(sd.Checks, fmt.Sprintf("ok exit codes %v", s.OKCodes))
 		}

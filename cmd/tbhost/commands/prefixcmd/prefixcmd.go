@@ -222,7 +222,7 @@ func planCommand() *cli.Command {
    Example: tbhost prefix plan --tables /srv/syzygy --capacity 402GiB`,
 		Flags: []cli.Flag{
 			tablesFlag(),
-			&cli.StringFlag{Name: "capacity", Usage: "usable bytes of the store file system (`SIZE`, e.g. 402GiB, 431GB)"},
+			&cli.StringFlag{Name: "capacity", Usage: "usable bytes of the store file system (`SIZE`, e.g. 402GiB, 431GB; on a mounted store: df -B1 --output=avail DIR)"},
 			&cli.BoolFlag{Name: "list", Usage: "list every table with its planned level"},
 			jobsFlag(4),
 			cliutil.JSONFlag(),
@@ -439,7 +439,11 @@ func verifyCommand() *cli.Command {
 			if len(srcs) == 0 {
 				return cliutil.Problemf("no .rtbw or .rtbz files under %s", strings.Join(c.StringSlice("tables"), ", "))
 			}
-			rep, err := prefix.Verify(ctx, srcs, prefix.VerifyOptions{Store: c.String("store"), Full: c.Bool("full"), Jobs: c.Int("jobs")})
+			opt := prefix.VerifyOptions{Store: c.String("store"), Full: c.Bool("full"), Jobs: c.Int("jobs")}
+			if p := terminalProgress(g); p != nil {
+				opt.Progress = p
+			}
+			rep, err := prefix.Verify(ctx, srcs, opt)
 			if err != nil {
 				return cliutil.CannotRun(err)
 			}

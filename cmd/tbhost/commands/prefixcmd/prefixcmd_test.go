@@ -418,7 +418,7 @@ func TestExtractKilledMidRunThenRerun(t *testing.T) {
 	}
 	args := []string{"prefix", "extract", "--tables", tables, "--store"}
 	store := t.TempDir()
-	cmd := exec.Command(bin, append(args, store, "--jobs", "2", "--pause-each", "40ms")...)
+	cmd := exec.Command(bin, append(args, store, "--jobs", "2", "--pause-each", "100ms")...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -432,7 +432,7 @@ func TestExtractKilledMidRunThenRerun(t *testing.T) {
 		if strings.Contains(sc.Text(), "] K") {
 			done++
 		}
-		if done == 24 { // past at least one manifest flush (every 250 ms)
+		if done == 24 { // 24 files x 100 ms / 2 jobs: past the first manifest flush (every second)
 			break
 		}
 	}
@@ -555,5 +555,43 @@ func TestStatsFlagAfterDirectoryIsUsageError(t *testing.T) {
 	code, _, errs := runCLI(t, "prefix", "stats", t.TempDir(), "--json")
 	if code != cliutil.ExitUsage || !strings.Contains(errs, "put flags before the directories") {
 		t.Fatalf("exit %d, %s", code, errs)
+	}
+}
+
+func TestVerifyProgressOnlyOnTerminal(t *testing.T) {
+	tables := t.TempDir()
+	for _, s := range []prefixtest.Spec{{Name: "KRvK.rtbw"}, {Name: "KPvK.rtbz"}} {
+		prefixtest.WriteTable(tables, s)
+	}
+	store := t.TempDir()
+	if code, _, errs := runCLI(t, "prefix", "extract", "--tables", tables, "--store", store); code != 0 {
+		t.Fatal(errs)
+	}
+	var out, errb bytes.Buffer
+	env := &cliutil.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Runner: execx.NewRecorded(),
+		IsTerminal: func() bool { return true }}
+	app := &cli.App{Name: "tbhost", Flags: cliutil.GlobalFlags(), Commands: []*cli.Command{Command()}, Writer: &out, ErrWriter: &errb}
+	cliutil.Install(app, env)
+	if err := app.Run([]string{"tbhost", "prefix", "verify", "--tables", tables, "--store", store}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errb.String(), "files 2/2") {
+		t.Errorf("terminal: no progress bar in %q", errb.String())
+	}
+	if code, _, errs := runCLI(t, "prefix", "verify", "--tables", tables, "--store", store); code != 0 || errs != "" {
+		t.Errorf("cron: exit %d, stderr %q (want silence)", code, errs)
+	}
+}
+
+func TestProgressBarWithNothingToDo(t *testing.T) {
+	var w bytes.Buffer
+	p := &barProgress{w: &w}
+	p.Begin(0, 0)
+	p.End()
+	l := &lineProgress{w: &w}
+	l.Begin(0, 0)
+	l.End()
+	if !strings.Contains(w.String(), "0 prefixes to write") {
+		t.Errorf("%q", w.String())
 	}
 }

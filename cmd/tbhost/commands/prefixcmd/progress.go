@@ -18,6 +18,15 @@ func newProgress(g *cliutil.Globals) progressSink {
 	return &lineProgress{w: g.Stderr}
 }
 
+// terminalProgress returns a progress bar on a terminal and nil otherwise
+// (for checks that cron runs: silent unless something is found).
+func terminalProgress(g *cliutil.Globals) progressSink {
+	if g.Terminal() {
+		return &barProgress{w: g.Stderr}
+	}
+	return nil
+}
+
 type progressSink interface {
 	Begin(files int, bytes int64)
 	Advance(bytes int64)
