@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/tbhost/tbhost/internal/execx"
 	"github.com/tbhost/tbhost/lvm"
@@ -139,7 +140,7 @@ func RepairByReading(p LVScrubPlan, res ScrubResult, direct bool) []BadBlock {
 				b.LVOffset = lvOff
 				if err := readBlock(p.Device, lvOff, p.BlockSize, direct); err != nil {
 					b.Note = fmt.Sprintf("reading the LV at %d failed too (%v): the data is lost in this stripe; restore the file from a copy", lvOff, err)
-				} else if err := readBlock(im.Path, off, p.BlockSize, direct); err != nil {
+				} else if err := rereadAfterRewrite(im.Path, off, p.BlockSize, direct); err != nil {
 					b.Note = fmt.Sprintf("the LV read fine but the image block still fails (%s): run --syncaction check", describeReadError(err))
 				} else {
 					b.Repaired = true
@@ -149,6 +150,20 @@ func RepairByReading(p LVScrubPlan, res ScrubResult, direct bool) []BadBlock {
 		}
 	}
 	return out
+}
+
+// rereadAfterRewrite re-reads an image block after an LV read: md hands the
+// rebuilt data to the reader before its rewrite of the bad block lands (the
+// lab saw one of 16 blocks still failing right away), so allow it a moment.
+func rereadAfterRewrite(path string, off, size int64, direct bool) error {
+	var err error
+	for i := 0; i < 20; i++ {
+		if err = readBlock(path, off, size, direct); err == nil {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return err
 }
 
 func readBlock(path string, off, size int64, direct bool) error {

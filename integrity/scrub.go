@@ -215,6 +215,9 @@ func Scrub(ctx context.Context, o ScrubOptions) (ScrubResult, error) {
 		}
 	}
 	save(true) // a new pass is on disk before the first read
+	if saveErr != nil {
+		return res, fmt.Errorf("%w (pass a writable --state FILE, or run as root for the default)", saveErr)
+	}
 
 	throttle := NewThrottle(o.Rate, o.Clock)
 	runCtx, cancel := context.WithCancel(ctx)

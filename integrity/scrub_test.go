@@ -369,3 +369,16 @@ func TestScrubKilledAndRerunResumesFromCheckpoint(t *testing.T) {
 	}
 	t.Logf("killed at checkpoint %s of 16 MiB; rerun read the remaining %d bytes", strconv.FormatInt(checkpoint, 10), im.BytesRead)
 }
+
+func TestScrubFailsFastOnUnwritableState(t *testing.T) {
+	dir := t.TempDir()
+	targets := imageFiles(t, dir, 1<<20)
+	blocker := filepath.Join(dir, "file")
+	os.WriteFile(blocker, nil, 0o644)
+	var read int64
+	_, err := Scrub(context.Background(), ScrubOptions{Targets: targets, StatePath: filepath.Join(blocker, "sub", "state.json"),
+		Events: func(e ScrubEvent) { read += e.Bytes }})
+	if err == nil || !strings.Contains(err.Error(), "--state") || read != 0 {
+		t.Fatalf("err %v after reading %d bytes; want a refusal before any read", err, read)
+	}
+}

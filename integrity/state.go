@@ -59,7 +59,7 @@ func readJSON(path string, v any) (found bool, err error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("state %s: %w", path, err)
+		return false, fmt.Errorf("state %s: %w (pass a usable --state FILE)", path, err)
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		return false, fmt.Errorf("state %s: not a tbhost state file (%v); move it away or pass another --state", path, err)

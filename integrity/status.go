@@ -169,7 +169,7 @@ func ArrayStatusOf(all []lvm.LV, top lvm.LV) ArrayStatus {
 	case withIntegrity < len(s.Images):
 		s.Problems = append(s.Problems, fmt.Sprintf("%s: only %d of %d images have dm-integrity", top.FullName(), withIntegrity, len(s.Images)))
 	}
-	if top.KernelMajor < 0 || (len(top.Attr) >= 5 && top.Attr[4] != 'a') {
+	if len(top.Attr) >= 5 && top.Attr[4] != 'a' { // lv_attr char 5: state, 'a' active
 		s.Problems = append(s.Problems, fmt.Sprintf("%s: not active (lvchange -ay %s)", top.FullName(), top.FullName()))
 	}
 	if s.SyncPercent >= 0 && s.SyncPercent < 100 {

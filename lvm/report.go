@@ -165,6 +165,9 @@ type VG struct {
 
 // LVs reports LVs with their hidden sub-LVs (lvs -a). Names select VGs or
 // VG/LV pairs; none means all. A sub-LV appears once, with all its segments.
+// Note: a VG/LV name selects that LV alone; lvm2 2.03.16 does not add its
+// hidden sub-LVs even with -a (seen in the VM lab), so SubLVs and
+// PhysicalDevices need the whole VG: ask for "vg", then Find "vg/lv".
 func (c Client) LVs(ctx context.Context, names ...string) ([]LV, error) {
 	rows, err := c.report(ctx, "lvs", "lv", lvFields, append([]string{"-a"}, names...))
 	if err != nil {

@@ -162,7 +162,16 @@ func TestLabIntegrityScrubCorruptDisk(t *testing.T) {
 	for _, b := range sc.BadBlocks {
 		if b.Repaired {
 			repaired++
+		} else if b.Note == "" {
+			t.Errorf("bad block on %s neither repaired nor explained", b.Image)
 		}
+		if b.Parity || b.Image != "tables_rimage_2" {
+			t.Errorf("bad block %+v: want data blocks of tables_rimage_2 (image offset 1 MiB holds data)", b)
+		}
+	}
+	// each was read through the LV: md rebuilt it from parity and rewrote it
+	if repaired == 0 {
+		t.Errorf("none of %d bad blocks repaired by reading through the LV", len(sc.BadBlocks))
 	}
 	t.Logf("scrub after corruption: %d bad blocks, %d repaired through the LV; problems %q; kernel %q", len(sc.BadBlocks), repaired, sc.Problems, sc.KernelLog)
 

@@ -1,0 +1,88 @@
+package integrity
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/tbhost/tbhost/lvm"
+)
+
+// Real lvm2 2.03.16 reports captured in the VM lab (internal/lab/testdata/captures).
+func captureStatus(t *testing.T, name string) ArrayStatus {
+	t.Helper()
+	b, err := os.ReadFile("../internal/lab/testdata/captures/" + name + "/lvm/lvs.json")
+	if err != nil {
+		t.Skipf("lab capture %s not present: %v", name, err)
+	}
+	rows, err := lvm.ParseReport(b, "lv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, _ := lvm.ParseLVRows(rows)
+	top, ok := lvm.Find(all, "vg-hdd", "tables")
+	if !ok {
+		t.Fatal("no vg-hdd/tables in the capture")
+	}
+	return ArrayStatusOf(all, top)
+}
+
+func TestStatusRealCaptureClean(t *testing.T) {
+	s := captureStatus(t, "raid5-integrity-stripes5")
+	if !s.OK || len(s.Images) != 6 || s.IntegrityBlockSize != 512 || s.IntegrityMode != "journal" {
+		t.Fatalf("%+v", s)
+	}
+	seen := map[string]bool{}
+	for _, img := range s.Images {
+		if len(img.Disks) != 1 || img.Mismatches != 0 {
+			t.Fatalf("%+v", img)
+		}
+		seen[img.Disks[0]] = true
+	}
+	if len(seen) != 6 {
+		t.Fatalf("images on %d distinct disks, want 6", len(seen))
+	}
+}
+
+func TestStatusRealCaptureMemberDropped(t *testing.T) {
+	s := captureStatus(t, "raid5-member-dropped")
+	if s.OK {
+		t.Fatal("an array with a member gone must not be OK")
+	}
+	if p := strings.Join(s.Problems, "\n"); !strings.Contains(p, "partial") {
+		t.Fatalf("problems %q do not say partial", p)
+	}
+}
+
+// The lab's /proc/diskstats 5 s apart under an O_DIRECT read of the LV.
+func TestBackoffOnRealCaptureUnderLoad(t *testing.T) {
+	dir := "../internal/lab/testdata/captures/raid5-integrity-stripes5/proc/"
+	sample := func(n string) map[string]DiskCounters {
+		b, err := os.ReadFile(dir + "diskstats." + n)
+		if err != nil {
+			t.Skipf("lab capture not present: %v", err)
+		}
+		root := t.TempDir()
+		os.MkdirAll(root+"/proc", 0o755)
+		os.MkdirAll(root+"/sys", 0o755)
+		os.WriteFile(root+"/proc/diskstats", b, 0o644)
+		s, err := ProcDiskstats{Root: root}.Sample()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	prev, now := sample("0"), sample("1")
+	members := []string{"sda", "sdb", "sdc", "sdd", "sde", "sdf"}
+	d := BackoffRule{MaxAwait: DefaultMaxAwait, MinRate: 1 << 20, MaxRate: 100 << 20}.Next(50<<20, members, prev, now)
+	if d.WorstDisk == "" || d.Await <= 0 {
+		t.Fatalf("no member read during the load? %+v", d)
+	}
+	// the decision follows the rule for the measured r_await
+	switch {
+	case d.Await > DefaultMaxAwait && d.Rate != 25<<20,
+		d.Await < DefaultMaxAwait/2 && d.Rate != 50<<20+100<<20/8:
+		t.Fatalf("%+v", d)
+	}
+	t.Logf("lab under load: %s", d.Reason)
+}
