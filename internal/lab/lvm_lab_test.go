@@ -155,12 +155,13 @@ vgremove -y vg-hdd vg-nvme
 for e in $LAB_DISKS; do s=${e#*:}; s=${s%%:*}; d=$(lab_dev $s); pvremove -y $d; wipefs -a $d; done
 pvs --noheadings | wc -l`},
 		{Name: "interrupted", Script: `tbhost lvm plan -o $LAB_OUT/plan.yaml || exit 10
-tbhost lvm apply --yes $LAB_OUT/plan.yaml > $LAB_OUT/apply1.txt 2>&1 &
-pid=$!
-i=0
-while [ $i -lt 3000 ]; do vgs vg-hdd >/dev/null 2>&1 && break; sleep 0.1; i=$((i+1)); done
-kill -9 $pid; killall -9 lvm 2>/dev/null
-wait $pid; echo "apply killed: $?"
+# an lvm in front of the real one kills tbhost (SIGKILL) the moment apply
+# reaches its first lvcreate: right after the VG step
+mkdir -p /tmp/killer
+printf '#!/bin/sh\nif [ "$1" = lvcreate ]; then kill -9 $PPID; exit 137; fi\nexec /sbin/lvm "$@"\n' > /tmp/killer/lvm
+chmod +x /tmp/killer/lvm
+PATH=/tmp/killer:$PATH tbhost lvm apply --yes $LAB_OUT/plan.yaml > $LAB_OUT/apply1.txt 2>&1
+echo "apply killed: $?"
 vgs --noheadings -o vg_name 2>/dev/null | tr -d ' ' > $LAB_OUT/vgs-at-kill.txt
 lvs --noheadings -o lv_name vg-hdd 2>/dev/null | tr -d ' ' > $LAB_OUT/lvs-at-kill.txt
 tbhost lvm apply --yes --wait-sync --poll 5s --json $LAB_OUT/plan.yaml > $LAB_OUT/apply2.json
@@ -205,7 +206,9 @@ tbhost lvm status --plan $LAB_OUT/plan.yaml --json > $LAB_OUT/status.json`},
 	if !strings.Contains(string(in.Outputs["vgs-at-kill.txt"]), "vg-hdd") {
 		t.Errorf("apply was not killed after the VG step (vgs at kill: %q)", in.Outputs["vgs-at-kill.txt"])
 	}
-	t.Logf("LVs of vg-hdd when apply was killed: %q", strings.TrimSpace(string(in.Outputs["lvs-at-kill.txt"])))
+	if lvs := strings.TrimSpace(string(in.Outputs["lvs-at-kill.txt"])); lvs != "" {
+		t.Errorf("apply was killed before lvcreate, yet vg-hdd has LVs %q", lvs)
+	}
 	if code := strings.TrimSpace(string(in.Outputs["apply2.exit"])); code != "0" {
 		t.Errorf("apply after the kill: exit %s, want 0 (converged):\n%s", code, in.Outputs["apply2.json"])
 	}

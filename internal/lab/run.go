@@ -78,7 +78,7 @@ func (l *Lab) Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer logFile.Close()
 	var out io.Writer = logFile
 	if l.Console != nil {
-		out = io.MultiWriter(logFile, l.Console)
+		out = io.MultiWriter(logFile, newConsoleFilter(l.Console, mark))
 	}
 	args := qemuArgs(cfg, l.Base.Kernel, initrd, images)
 	fmt.Fprintf(logFile, "# %s %s\n", QemuBinary, strings.Join(args, " "))

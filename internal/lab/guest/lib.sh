@@ -64,6 +64,8 @@ lab_tar() { mkdir -p "$(dirname "$LAB_OUT/$1")"; tar -czf "$LAB_OUT/$1" -C "$2" 
 # lab_lvs_fields: the lvs report fields the captures use, minus any this lvm
 # rejects (those are written to $1/lvm/rejected-fields.txt when $1 is given).
 lab_lvs_fields() {
+  all=lv_name,vg_name,lv_attr,lv_size,segtype,stripes,data_stripes,stripe_size,devices,lv_health_status,sync_percent,raid_sync_action,raid_mismatch_count,integritymismatches,raidintegritymode,raidintegrityblocksize,lv_uuid,lv_dm_path
+  if lvs --noheadings -o "$all" >/dev/null 2>&1; then echo "$all"; return 0; fi
   ok=""
   for f in lv_name vg_name lv_attr lv_size segtype stripes data_stripes stripe_size devices \
            lv_health_status sync_percent raid_sync_action raid_mismatch_count integritymismatches \
