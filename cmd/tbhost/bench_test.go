@@ -12,29 +12,8 @@ import (
 
 	"github.com/tbhost/tbhost/internal/bench"
 	"github.com/tbhost/tbhost/internal/cliutil"
+	"github.com/tbhost/tbhost/internal/realdata"
 )
-
-// benchTables copies ../shared/syzygy/tables (relative to the repo root)
-// into a temp dir, or skips when the real files are absent.
-func benchTables(t *testing.T) string {
-	t.Helper()
-	src := filepath.Join("..", "..", "..", "shared", "syzygy", "tables")
-	files, _ := filepath.Glob(filepath.Join(src, "*.rtb[wz]"))
-	if len(files) == 0 {
-		t.Skipf("real Syzygy tables absent at %s; skipping (they are not part of the repo)", src)
-	}
-	dir := t.TempDir()
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
 
 func TestBenchHelpAndUsageErrors(t *testing.T) {
 	code, out, _ := runTB(t, nil, "bench", "probe", "--help")
@@ -67,7 +46,7 @@ func TestBenchHelpAndUsageErrors(t *testing.T) {
 }
 
 func TestBenchProbeMatrixCLI(t *testing.T) {
-	tables := benchTables(t)
+	tables := realdata.CopyTables(t)
 	out := t.TempDir()
 	code, stdout, stderr := runTB(t, nil, "bench", "probe", "--tables", tables, "--matrix", "--requests", "30", "--warmup", "10",
 		"--clients", "2", "--cache", "evict", "--out", out, "--raw", "--json")
@@ -92,7 +71,7 @@ func TestBenchProbeMatrixCLI(t *testing.T) {
 }
 
 func TestBenchProbeWeightLogCLI(t *testing.T) {
-	tables := benchTables(t)
+	tables := realdata.CopyTables(t)
 	dir := t.TempDir()
 	log := filepath.Join(dir, "mix.log")
 	os.WriteFile(log, []byte("8/8/8/8/8/8/8/KRk5 w - - 0 1\n8/8/8/8/8/8/8/KQQQk3 w - - 0 1\n"), 0o644)
@@ -111,7 +90,7 @@ func TestBenchProbeWeightLogCLI(t *testing.T) {
 }
 
 func TestBenchReplayCLI(t *testing.T) {
-	tables := benchTables(t)
+	tables := realdata.CopyTables(t)
 	set, err := bench.LoadTables(context.Background(), []string{tables})
 	if err != nil {
 		t.Fatal(err)

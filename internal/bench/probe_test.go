@@ -10,52 +10,16 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tbhost/tbhost/internal/realdata"
 	"github.com/tbhost/tbhost/prefix"
 	"github.com/tbhost/tbhost/prefix/prefixtest"
 )
-
-// realTables returns ../shared/syzygy/tables (relative to the repo root), or
-// skips the test when the real files are absent.
-func realTables(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-	tables := filepath.Join(dir, "..", "shared", "syzygy", "tables")
-	files, _ := filepath.Glob(filepath.Join(tables, "*.rtb[wz]"))
-	if len(files) == 0 {
-		t.Skipf("real Syzygy tables absent at %s; skipping (they are not part of the repo)", tables)
-	}
-	return tables
-}
 
 // copyTables copies the real tables into a temp dir (they are read-only and
 // shared) and writes a prefix store beside them; it returns both dirs.
 func copyTables(t testing.TB) (tables, store string) {
 	t.Helper()
-	src := realTables(t)
-	tables, store = t.TempDir(), t.TempDir()
-	files, _ := filepath.Glob(filepath.Join(src, "*.rtb[wz]"))
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(tables, filepath.Base(f)), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tables, store = realdata.CopyTables(t), t.TempDir()
 	set, err := LoadTables(context.Background(), []string{tables})
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +34,7 @@ func copyTables(t testing.TB) (tables, store string) {
 // inside a block for every position: this checks the probe reads what a
 // real reader reads, at the offsets the prefix parser reported.
 func TestProbeWalkLandsInBlockOnRealTables(t *testing.T) {
-	set, err := LoadTables(context.Background(), []string{realTables(t)})
+	set, err := LoadTables(context.Background(), []string{realdata.Tables(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +198,7 @@ func TestMatrixOnRealTablesWithStore(t *testing.T) {
 }
 
 func TestWeightingByRequestMix(t *testing.T) {
-	set, err := LoadTables(context.Background(), []string{realTables(t)})
+	set, err := LoadTables(context.Background(), []string{realdata.Tables(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

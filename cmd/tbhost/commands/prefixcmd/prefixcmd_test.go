@@ -16,6 +16,7 @@ import (
 
 	"github.com/tbhost/tbhost/internal/cliutil"
 	"github.com/tbhost/tbhost/internal/execx"
+	"github.com/tbhost/tbhost/internal/realdata"
 	"github.com/tbhost/tbhost/prefix"
 	"github.com/tbhost/tbhost/prefix/prefixtest"
 	"github.com/urfave/cli/v2"
@@ -54,34 +55,6 @@ func repoRoot(t *testing.T) string {
 	}
 }
 
-// realTables is ../shared/syzygy/tables relative to the repo root; the test
-// skips when the real files are absent.
-func realTables(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join(repoRoot(t), "..", "shared", "syzygy", "tables")
-	if files, _ := filepath.Glob(filepath.Join(dir, "*.rtb[wz]")); len(files) == 0 {
-		t.Skipf("real Syzygy tables absent at %s; skipping", dir)
-	}
-	return dir
-}
-
-// copyTables copies the real tables into a temp dir the test may modify.
-func copyTables(t *testing.T, src string) string {
-	t.Helper()
-	dst := t.TempDir()
-	files, _ := filepath.Glob(filepath.Join(src, "*.rtb[wz]"))
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, filepath.Base(f)), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dst
-}
-
 var byteFields = []string{"size", "header", "sparse_index", "block_lengths", "data", "sparse_prefix", "prefix"}
 
 func keys(m map[string]any) []string {
@@ -97,7 +70,7 @@ func keys(m map[string]any) []string {
 // independent count (prefixtest.Count reads each whole file and finds the
 // prefix backward, from the size and the data blocks).
 func TestStatsJSONEqualsIndependentCount(t *testing.T) {
-	dir := realTables(t)
+	dir := realdata.Tables(t)
 	code, out, errs := runCLI(t, "prefix", "stats", "--json", "--files", dir)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -254,7 +227,7 @@ func dirExists(p string) bool {
 // Acceptance: extracted prefixes equal the tables' first bytes; damage to
 // one prefix, or a change to one table, makes verify exit 1 naming it.
 func TestExtractAndVerifyRealTables(t *testing.T) {
-	tables := copyTables(t, realTables(t))
+	tables := realdata.CopyTables(t)
 	store := t.TempDir()
 	code, out, errs := runCLI(t, "prefix", "extract", "--tables", tables, "--store", store, "--jobs", "3")
 	if code != 0 {
@@ -354,7 +327,7 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestPlanCLI(t *testing.T) {
-	dir := realTables(t)
+	dir := realdata.Tables(t)
 	code, out, _ := runCLI(t, "prefix", "plan", "--tables", dir, "--capacity", "1GiB")
 	if code != 0 || !strings.Contains(out, "FITS") {
 		t.Fatalf("1 GiB: exit %d\n%s", code, out)
@@ -518,7 +491,7 @@ func TestExtractProgressOutputs(t *testing.T) {
 }
 
 func TestExtractWithCapacityFollowsPlan(t *testing.T) {
-	dir := realTables(t)
+	dir := realdata.Tables(t)
 	store := t.TempDir()
 	code, _, errs := runCLI(t, "prefix", "extract", "--tables", dir, "--store", store, "--capacity", "230KiB")
 	if code != 0 {
