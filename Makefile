@@ -3,16 +3,14 @@
 GO        ?= go
 LAB_TIMEOUT ?= 80m
 
-.PHONY: all build static test deps unit lab-test bench example clean
+.PHONY: all build test deps unit lab-test bench example clean
 
 all: build
 
+# statically linked (no cgo anywhere): the same binary runs on the host and
+# inside the VM lab's busybox guest (tbhost lab run --tbhost bin/tbhost)
 build:
-	$(GO) build -o bin/tbhost ./cmd/tbhost
-
-# the binary the VM lab runs inside its busybox guest
-static:
-	CGO_ENABLED=0 $(GO) build -o bin/tbhost-static ./cmd/tbhost
+	CGO_ENABLED=0 $(GO) build -o bin/tbhost ./cmd/tbhost
 
 example:
 	$(GO) run ./cmd/tbhost lvm plan --example

@@ -54,7 +54,7 @@ func StaticTbhost(ctx context.Context, runner execx.Runner, explicit, self, modu
 		}
 		return out, nil
 	}
-	return "", fmt.Errorf("this tbhost is dynamically linked and the guest needs a static one: run from tbhost's source tree (it is built for you), or pass --tbhost with a binary from `make static` (CGO_ENABLED=0 go build -o bin/tbhost-static ./cmd/tbhost)")
+	return "", fmt.Errorf("this tbhost is dynamically linked and the guest needs a static one: run from tbhost's source tree (it is built for you), or pass --tbhost with a binary from `make build` (CGO_ENABLED=0 go build -o bin/tbhost ./cmd/tbhost)")
 }
 
 func isTbhostModule(dir string) bool {
