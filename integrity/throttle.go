@@ -6,36 +6,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tbhost/tbhost/internal/clock"
 	"golang.org/x/time/rate"
 )
 
 // Clock is time as the throttle and the scrub see it; tests pass a fake one.
-type Clock interface {
-	Now() time.Time
-	// Sleep waits d or until ctx is done (then it returns ctx.Err()).
-	Sleep(ctx context.Context, d time.Duration) error
-}
+type Clock = clock.Clock
 
 // RealClock is the wall clock.
-type RealClock struct{}
-
-// Now implements Clock.
-func (RealClock) Now() time.Time { return time.Now() }
-
-// Sleep implements Clock.
-func (RealClock) Sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+type RealClock = clock.Real
 
 // Throttle limits a byte rate with a token bucket (golang.org/x/time/rate)
 // that starts empty, so the achieved rate over any run never exceeds the

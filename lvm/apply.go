@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tbhost/tbhost/internal/blockdev"
+	"github.com/tbhost/tbhost/internal/clock"
 	"github.com/tbhost/tbhost/internal/execx"
 	"github.com/tbhost/tbhost/internal/sizes"
 )
@@ -547,16 +548,7 @@ func (a Applier) waitSync(ctx context.Context, p *Plan, every time.Duration) err
 	}
 	sleep := a.Sleep
 	if sleep == nil {
-		sleep = func(ctx context.Context, d time.Duration) error {
-			t := time.NewTimer(d)
-			defer t.Stop()
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-t.C:
-				return nil
-			}
-		}
+		sleep = clock.Sleep
 	}
 	c := Client{Runner: a.Runner}
 	for _, ar := range p.Arrays {

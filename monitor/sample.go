@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/procfs/blockdevice"
+	"github.com/tbhost/tbhost/internal/clock"
 )
 
 // Sample is one reading of /proc/diskstats.
@@ -26,29 +27,10 @@ type Source interface {
 }
 
 // Clock tells the time and waits; tests inject one that never sleeps.
-type Clock interface {
-	Now() time.Time
-	// Sleep waits d or until ctx is done (then it returns ctx.Err()).
-	Sleep(ctx context.Context, d time.Duration) error
-}
+type Clock = clock.Clock
 
 // RealClock is the wall clock.
-type RealClock struct{}
-
-// Now implements Clock.
-func (RealClock) Now() time.Time { return time.Now() }
-
-// Sleep implements Clock.
-func (RealClock) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+type RealClock = clock.Real
 
 // ProcSource reads ROOT/proc/diskstats with prometheus/procfs.
 type ProcSource struct {
