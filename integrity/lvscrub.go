@@ -23,6 +23,11 @@ func DMName(vg, lv string) string {
 // ErrNothingToScrub marks LVs a scrub refuses: no redundancy or no integrity layer.
 var ErrNothingToScrub = errors.New("nothing to scrub")
 
+// ErrDegraded marks a RAID LV with a missing or failed member: a scrub would
+// read every block of the failed image (each one an I/O error) and rebuild
+// through the survivors; it is refused until the member is replaced.
+var ErrDegraded = errors.New("array degraded")
+
 // LVScrubPlan is what a scrub of one RAID LV reads.
 type LVScrubPlan struct {
 	LV        string        `json:"lv"`
@@ -61,6 +66,10 @@ func PlanLVScrub(all []lvm.LV, vg, name, devRoot string) (LVScrubPlan, error) {
 	if len(top.Attr) >= 5 && top.Attr[4] != 'a' {
 		return p, fmt.Errorf("%s is not active (attr %s): activate it with lvchange -ay %s", p.LV, top.Attr, p.LV)
 	}
+	if degraded := degradedBy(all, top); degraded != "" {
+		return p, fmt.Errorf("%s is degraded (%s): not scrubbing until the failed member is replaced (see tbhost lvm status %s; docs/lvm.md): %w",
+			p.LV, degraded, p.LV, ErrDegraded)
+	}
 	images := lvm.SubLVs(all, top, "rimage")
 	if len(images) == 0 {
 		return p, fmt.Errorf("%s: no _rimage_N sub-LVs in the report", p.LV)
@@ -80,6 +89,26 @@ func PlanLVScrub(all []lvm.LV, vg, name, devRoot string) (LVScrubPlan, error) {
 		p.Targets = append(p.Targets, t)
 	}
 	return p, nil
+}
+
+// degradedBy says why top has a missing or failed member ("" when it has
+// none): LVM marks such an LV partial in lv_attr and lv_health_status, and an
+// image on a vanished PV shows the device "[unknown]".
+func degradedBy(all []lvm.LV, top lvm.LV) string {
+	if len(top.Attr) >= 9 && top.Attr[8] == 'p' {
+		return "attr " + top.Attr + ": partial, a PV is missing"
+	}
+	if top.Health == "partial" {
+		return "health partial"
+	}
+	for _, img := range lvm.SubLVs(all, top, "rimage") {
+		for _, d := range lvm.PhysicalDevices(all, img) {
+			if d == "[unknown]" {
+				return img.Name + " is on a missing PV"
+			}
+		}
+	}
+	return ""
 }
 
 // MapToLV maps an offset on image idx to the top LV, for the layouts

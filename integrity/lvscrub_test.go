@@ -2,6 +2,7 @@ package integrity
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -226,5 +227,31 @@ func TestSyncCheckRefusesWhileSyncing(t *testing.T) {
 	}
 	if len(rec.Calls) != 1 {
 		t.Fatalf("ran %q after refusing", rec.Calls)
+	}
+}
+
+// A member dropped while the array runs (the lab's real capture: attr
+// rwi-aor-p-, health partial): the scrub refuses instead of reading every
+// block of the dead image as an I/O error.
+func TestPlanLVScrubRefusesDegradedArray(t *testing.T) {
+	b, err := os.ReadFile("../internal/lab/testdata/captures/raid5-member-dropped/lvm/lvs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := lvm.ParseReport(b, "lv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := lvm.ParseLVRows(rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = PlanLVScrub(all, "vg-hdd", "tables", fakeRoot(t, 4096))
+	if !errors.Is(err, ErrDegraded) || !strings.Contains(err.Error(), "vg-hdd/tables") {
+		t.Fatalf("want ErrDegraded naming the LV, got %v", err)
+	}
+	// the same array before the drop is scrubbed
+	if _, err := PlanLVScrub(fixtureLVs(t, "lvs-a-2.03.16-tables-clean.json"), "vg-hdd", "tables", fakeRoot(t, 4096)); errors.Is(err, ErrDegraded) {
+		t.Fatalf("a healthy array refused as degraded: %v", err)
 	}
 }

@@ -501,12 +501,25 @@ func scrubImage(ctx context.Context, o ScrubOptions, t ScrubTarget, is *ImageSta
 		var bad []int64
 		if rerr != nil || int64(got) < n {
 			// Find the unreadable blocks one by one (dm-integrity answers a
-			// checksum failure with EILSEQ for that block only).
+			// checksum failure with EILSEQ for that block only). The budget
+			// and cancellation hold here too: a chunk whose location is cut
+			// short is not marked read, so the next run starts it again.
+			cut := false
 			for b := off; b < off+n; b += o.BlockSize {
+				if ctx.Err() != nil || !o.Deadline.IsZero() && !o.Clock.Now().Before(o.Deadline) {
+					cut = true
+					break
+				}
 				if _, err := readFull(f, buf[:o.BlockSize], b); err != nil {
 					bad = append(bad, b)
 					emit(ScrubEvent{Kind: EventBad, Image: t.Name, Offset: b, Message: describeReadError(err)})
 				}
+			}
+			if cut {
+				if ctx.Err() == nil {
+					budgetHit.Store(true)
+				}
+				break
 			}
 		}
 		off += n

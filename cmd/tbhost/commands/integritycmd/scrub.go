@@ -212,7 +212,7 @@ func runScrub(c *cli.Context) error {
 		disksOf[t.Name] = " (" + strings.Join(t.Disks, "+") + ")"
 	}
 	if err != nil {
-		if errors.Is(err, integrity.ErrStateMismatch) || errors.Is(err, integrity.ErrNothingToScrub) {
+		if errors.Is(err, integrity.ErrStateMismatch) || errors.Is(err, integrity.ErrNothingToScrub) || errors.Is(err, integrity.ErrDegraded) {
 			return cliutil.Problem(err) // refused
 		}
 		return cliutil.CannotRun(err)
