@@ -4,9 +4,6 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-	"io"
 	"os"
 
 	"github.com/tbhost/tbhost/cmd/tbhost/commands/benchcmd"
@@ -29,11 +26,15 @@ func main() {
 var version = "dev"
 
 func newApp(env *cliutil.Env) *cli.App {
-	app := &cli.App{
-		Name:    "tbhost",
-		Usage:   "build and run the storage of a Syzygy tablebase server",
-		Version: version,
-		Description: `tbhost turns the hard-won recipe of a public 7-piece Syzygy server into commands:
+	app := cliutil.NewApp(env, commands())
+	app.Usage = "build and run the storage of a Syzygy tablebase server"
+	app.Version = version
+	app.EnableBashCompletion = true
+	app.Description = description
+	return app
+}
+
+const description = `tbhost turns the hard-won recipe of a public 7-piece Syzygy server into commands:
    plan and apply the LVM arrays (RAID 5 + dm-integrity over the HDDs, RAID 0 over NVMe),
    build and verify the table-prefix store, check integrity, watch per-disk reads, and run
    runbooks for provisioning, cutover and nightly health checks.
@@ -43,22 +44,7 @@ func newApp(env *cliutil.Env) *cli.App {
 
 EXIT CODES:
    0 ok, 1 a check found a problem or tbhost refused, 2 usage error, 3 could not run.
-   (monitor check uses the Nagios convention: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.)`,
-		Flags:                cliutil.GlobalFlags(),
-		Commands:             commands(),
-		EnableBashCompletion: true,
-		Reader:               env.Stdin,
-		Writer:               env.Stdout,
-		ErrWriter:            env.Stderr,
-		ExitErrHandler:       func(*cli.Context, error) {}, // run() maps errors to exit codes
-		Action:               cliutil.GroupAction,
-		OnUsageError: func(c *cli.Context, err error, _ bool) error {
-			return cliutil.Usage(err)
-		},
-	}
-	cliutil.Install(app, env)
-	return app
-}
+   (monitor check uses the Nagios convention: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.)`
 
 // commands lists the command groups; each lives in its own package under
 // cmd/tbhost/commands and is a thin layer over the library package.
@@ -77,18 +63,5 @@ func commands() []*cli.Command {
 
 // run executes tbhost with args and returns the process exit code.
 func run(args []string, env *cliutil.Env) int {
-	err := newApp(env).Run(args)
-	code := cliutil.CodeOf(err)
-	if err != nil {
-		var ec cli.ExitCoder
-		if errors.As(err, &ec) && err.Error() == "" {
-			return code
-		}
-		printError(env.Stderr, err)
-	}
-	return code
-}
-
-func printError(w io.Writer, err error) {
-	fmt.Fprintf(w, "tbhost: %v\n", err)
+	return cliutil.Run(newApp(env), env, args)
 }

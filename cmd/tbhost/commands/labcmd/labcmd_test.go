@@ -19,17 +19,8 @@ func runLab(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	env := &cliutil.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Runner: execx.NewRecorded()}
-	app := &cli.App{
-		Name: "tbhost", Flags: cliutil.GlobalFlags(), Commands: []*cli.Command{Command()},
-		Writer: &out, ErrWriter: &errb, ExitErrHandler: func(*cli.Context, error) {},
-		OnUsageError: func(c *cli.Context, err error, _ bool) error { return cliutil.Usage(err) },
-	}
-	cliutil.Install(app, env)
-	err := app.Run(append([]string{"tbhost", "lab"}, args...))
-	if err != nil {
-		errb.WriteString(err.Error())
-	}
-	return cliutil.CodeOf(err), out.String(), errb.String()
+	code := cliutil.Run(cliutil.NewApp(env, []*cli.Command{Command()}), env, append([]string{"tbhost", "lab"}, args...))
+	return code, out.String(), errb.String()
 }
 
 func TestRunUsageErrorsExit2BeforeBooting(t *testing.T) {

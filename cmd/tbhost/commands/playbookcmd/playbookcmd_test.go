@@ -57,30 +57,21 @@ func issueInterface() []*cli.Command {
 
 // testApp is tbhost as main builds it, with the playbook group and, if
 // withGroups, stubs of the other groups.
-func testApp(withGroups bool, stdin string) (*cli.App, *bytes.Buffer, *bytes.Buffer) {
+func testApp(withGroups bool, stdin string) (*cli.App, *cliutil.Env, *bytes.Buffer, *bytes.Buffer) {
 	var out, errb bytes.Buffer
 	cmds := []*cli.Command{Command()}
 	if withGroups {
 		cmds = append(cmds, issueInterface()...)
 	}
-	app := &cli.App{
-		Name: "tbhost", Flags: cliutil.GlobalFlags(), Commands: cmds,
-		Writer: &out, ErrWriter: &errb, Reader: strings.NewReader(stdin),
-		ExitErrHandler: func(*cli.Context, error) {}, Action: cliutil.GroupAction,
-		OnUsageError: func(c *cli.Context, err error, _ bool) error { return cliutil.Usage(err) },
-	}
-	cliutil.Install(app, &cliutil.Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Runner: execx.NewRecorded()})
-	return app, &out, &errb
+	env := &cliutil.Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Runner: execx.NewRecorded()}
+	return cliutil.NewApp(env, cmds), env, &out, &errb
 }
 
 func runApp(t *testing.T, withGroups bool, args ...string) (int, string, string) {
 	t.Helper()
-	app, out, errb := testApp(withGroups, "")
-	err := app.Run(append([]string{"tbhost"}, args...))
-	if err != nil && err.Error() != "" {
-		errb.WriteString("tbhost: " + err.Error() + "\n")
-	}
-	return cliutil.CodeOf(err), out.String(), errb.String()
+	app, env, out, errb := testApp(withGroups, "")
+	code := cliutil.Run(app, env, append([]string{"tbhost"}, args...))
+	return code, out.String(), errb.String()
 }
 
 func TestEmbeddedPlaybooksValidateAgainstTheIssuesInterface(t *testing.T) {
@@ -103,7 +94,7 @@ func TestValidateNamesMissingCommandsOfThisBuild(t *testing.T) {
 }
 
 func TestLiveCommandsCheck(t *testing.T) {
-	app, _, _ := testApp(true, "")
+	app, _, _, _ := testApp(true, "")
 	lc := liveCommands{app}
 	for _, ok := range [][]string{
 		{"lvm", "apply", "--yes", "--dry-run", "/p.yaml"},

@@ -27,17 +27,8 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	env := &cliutil.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Runner: execx.NewRecorded()}
-	app := &cli.App{
-		Name: "tbhost", Flags: cliutil.GlobalFlags(), Commands: []*cli.Command{Command()},
-		Writer: &out, ErrWriter: &errb, ExitErrHandler: func(*cli.Context, error) {},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return cliutil.Usage(err) },
-	}
-	cliutil.Install(app, env)
-	err := app.Run(append([]string{"tbhost"}, args...))
-	if err != nil && err.Error() != "" {
-		fmt.Fprintf(&errb, "tbhost: %v\n", err)
-	}
-	return cliutil.CodeOf(err), out.String(), errb.String()
+	code := cliutil.Run(cliutil.NewApp(env, []*cli.Command{Command()}), env, append([]string{"tbhost"}, args...))
+	return code, out.String(), errb.String()
 }
 
 func repoRoot(t *testing.T) string {
