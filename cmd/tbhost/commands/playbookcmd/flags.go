@@ -19,6 +19,23 @@ type opts struct {
 	help  bool
 }
 
+// parseOnePlaybook parses the options of a subcommand that takes exactly one
+// playbook (NAME or FILE). handled is true when --help was asked for and
+// shown: the caller returns err (showHelp's) and does nothing else.
+func parseOnePlaybook(c *cli.Context, verb string) (o *opts, handled bool, err error) {
+	o, err = parseOpts(c)
+	if err != nil {
+		return nil, true, err
+	}
+	if o.help {
+		return nil, true, o.showHelp()
+	}
+	if len(o.args) != 1 {
+		return nil, true, cliutil.Usagef("%s takes one playbook (NAME or FILE), got %q", verb, o.args)
+	}
+	return o, false, nil
+}
+
 func parseOpts(c *cli.Context) (*opts, error) {
 	o := &opts{c: c, after: map[string]string{}}
 	byName := map[string]cli.Flag{}

@@ -109,17 +109,11 @@ func showCommand() *cli.Command {
 		ArgsUsage: "NAME|FILE",
 		Flags:     []cli.Flag{cliutil.JSONFlag()},
 		Action: func(c *cli.Context) error {
-			o, err := parseOpts(c)
-			if err != nil {
+			o, handled, err := parseOnePlaybook(c, "show")
+			if handled || err != nil {
 				return err
 			}
-			if o.help {
-				return o.showHelp()
-			}
 			g := o.globals()
-			if len(o.args) != 1 {
-				return cliutil.Usagef("show takes one playbook (NAME or FILE), got %q", o.args)
-			}
 			pb, err := load(o.args[0])
 			if err != nil {
 				return err
@@ -307,17 +301,11 @@ func runCommand() *cli.Command {
 }
 
 func runAction(c *cli.Context) error {
-	o, err := parseOpts(c)
-	if err != nil {
+	o, handled, err := parseOnePlaybook(c, "playbook run")
+	if handled || err != nil {
 		return err
 	}
-	if o.help {
-		return o.showHelp()
-	}
 	g := o.globals()
-	if len(o.args) != 1 {
-		return cliutil.Usagef("playbook run takes one playbook (NAME or FILE), got %q", o.args)
-	}
 	pb, err := load(o.args[0])
 	if err != nil {
 		return err

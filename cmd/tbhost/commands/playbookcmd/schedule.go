@@ -44,17 +44,11 @@ func scheduleCommand() *cli.Command {
 }
 
 func scheduleAction(c *cli.Context) error {
-	o, err := parseOpts(c)
-	if err != nil {
+	o, handled, err := parseOnePlaybook(c, "schedule")
+	if handled || err != nil {
 		return err
 	}
-	if o.help {
-		return o.showHelp()
-	}
 	g := o.globals()
-	if len(o.args) != 1 {
-		return cliutil.Usagef("schedule takes one playbook (NAME or FILE), got %q", o.args)
-	}
 	if o.Bool("systemd") && o.Bool("cron") {
 		return cliutil.Usagef("give --systemd or --cron, not both")
 	}
