@@ -13,7 +13,7 @@ import (
 // playbookScript (issue 7): provision-host end to end on the guest's disks,
 // interrupted (SIGTERM) in the middle of lvm-apply and resumed; health-check
 // on the result exits 0 and prints nothing; after a member disk is removed
-// it exits 2 (CRITICAL). From playbooks/testdata/lab/provision-resume-health.sh.
+// it exits 2 (CRITICAL).
 const playbookScript = `. /lab/lib.sh
 export PATH=/usr/bin:/usr/sbin:/sbin:/bin
 S=/tmp/pb
