@@ -141,6 +141,55 @@ func TestProbeShapeOnSyntheticTable(t *testing.T) {
 	}
 }
 
+// A synthetic table's sparse index agrees with its block lengths, so probes
+// land without a walk (three reads) and spread over the data blocks like on a
+// real table, instead of piling onto one block: the lab's load depends on it.
+func TestProbesSpreadOverSyntheticData(t *testing.T) {
+	dir := t.TempDir()
+	subs := make([]prefixtest.Sub, prefixtest.NumSubtables("KRPvKR.rtbz"))
+	for i := range subs {
+		subs[i] = prefixtest.Sub{BlockSizeLog: 6, IdxBits: 12}
+	}
+	path, _, err := prefixtest.WriteTable(dir, prefixtest.Spec{Name: "KRPvKR.rtbz", Subs: subs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := LoadTables(context.Background(), []string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rec := &recReader{r: f}
+	p, err := newProber(set.tables, []tableReader{{R: rec, SlowFrom: set.tables[0].Prefix}}, Mix{DTZ: 1}, 1, Weighting{By: "positions"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := int64(0)
+	for _, st := range set.tables[0].Subtables {
+		blocks += int64(st.NumBlocks)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	const probes = 2000
+	seen := map[int64]bool{}
+	for i := 0; i < probes; i++ {
+		rec.reads = nil
+		if out := p.run(context.Background(), p.plan(rng)); out.Err != nil {
+			t.Fatal(out.Err)
+		}
+		if len(rec.reads) != 3 {
+			t.Fatalf("probe %d: %d reads %v, want 3 (the sparse entry lands on the block)", i, len(rec.reads), rec.reads)
+		}
+		seen[rec.reads[2][0]] = true
+	}
+	if want := min(blocks, probes) / 2; int64(len(seen)) < want {
+		t.Fatalf("%d probes read %d distinct data blocks of %d, want at least %d", probes, len(seen), blocks, want)
+	}
+}
+
 func TestMatrixOnRealTablesWithStore(t *testing.T) {
 	tables, store := copyTables(t)
 	set, err := LoadTables(context.Background(), []string{tables})

@@ -142,6 +142,8 @@ func Build(spec Spec) (*Table, error) {
 	type made struct {
 		sparse, blen, data int64
 		lengths            []uint16
+		size               uint64 // positions
+		idxBits            uint8
 	}
 	var ms []made
 	for i, s := range subs {
@@ -185,6 +187,8 @@ func Build(spec Spec) (*Table, error) {
 			blen:    2 * int64(len(lengths)),
 			data:    int64(real) << bs,
 			lengths: lengths,
+			size:    size,
+			idxBits: ib,
 		})
 	}
 	if dtz {
@@ -214,10 +218,8 @@ func Build(spec Spec) (*Table, error) {
 		}
 	}
 	t := &Table{Header: int64(len(b))}
-	for i, m := range ms {
-		for j := int64(0); j < m.sparse; j++ {
-			b = append(b, byte(int64(i)+j))
-		}
+	for _, m := range ms {
+		b = appendSparseIndex(b, m.sparse/6, m.size, m.idxBits)
 		t.SparseIndex += m.sparse
 	}
 	t.SparsePrefix = int64(len(b))
@@ -245,6 +247,26 @@ func Build(spec Spec) (*Table, error) {
 	}
 	t.Bytes = b
 	return t, nil
+}
+
+// appendSparseIndex appends a sparse index that agrees with the block
+// lengths Build writes (every block holds 65536 positions): entry k names the
+// block and offset of the position in the middle of its 2^idxBits range, as
+// a Syzygy generator does, so a probe's walk lands at once and probes spread
+// over the data like on a real table.
+func appendSparseIndex(b []byte, entries int64, size uint64, idxBits uint8) []byte {
+	for k := int64(0); k < entries; k++ {
+		p := uint64(k) << idxBits
+		if idxBits > 0 {
+			p += 1 << (idxBits - 1)
+		}
+		if p >= size {
+			p = size - 1
+		}
+		b = binary.LittleEndian.AppendUint32(b, uint32(p/65536))
+		b = binary.LittleEndian.AppendUint16(b, uint16(p%65536))
+	}
+	return b
 }
 
 func mapFlags(s Sub) byte {
