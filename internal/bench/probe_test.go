@@ -88,11 +88,12 @@ func (r *recReader) ReadAt(p []byte, off int64) (int, error) {
 	return r.r.ReadAt(p, off)
 }
 
-// On a synthetic table the probe's reads come in the documented shape and
-// order: 6-byte sparse entry, 32-byte block-length run, block size + 4.
-func TestProbeShapeOnSyntheticTable(t *testing.T) {
+// syntheticProber writes the synthetic table spec and returns its loaded
+// set and a DTZ-only prober whose reads of the table rec records.
+func syntheticProber(t *testing.T, spec prefixtest.Spec, w Weighting) (*TableSet, *prober, *recReader) {
+	t.Helper()
 	dir := t.TempDir()
-	path, _, err := prefixtest.WriteTable(dir, prefixtest.Spec{Name: "KRvK.rtbz", Subs: []prefixtest.Sub{{BlockSizeLog: 8, IdxBits: 6}}})
+	path, _, err := prefixtest.WriteTable(dir, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,13 +105,20 @@ func TestProbeShapeOnSyntheticTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { f.Close() })
 	rec := &recReader{r: f}
-	st := set.tables[0].Subtables[0]
-	p, err := newProber(set.tables, []tableReader{{R: rec, SlowFrom: set.tables[0].Prefix}}, Mix{DTZ: 1}, 1, Weighting{By: "bytes"})
+	p, err := newProber(set.tables, []tableReader{{R: rec, SlowFrom: set.tables[0].Prefix}}, Mix{DTZ: 1}, 1, w)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return set, p, rec
+}
+
+// On a synthetic table the probe's reads come in the documented shape and
+// order: 6-byte sparse entry, 32-byte block-length run, block size + 4.
+func TestProbeShapeOnSyntheticTable(t *testing.T) {
+	set, p, rec := syntheticProber(t, prefixtest.Spec{Name: "KRvK.rtbz", Subs: []prefixtest.Sub{{BlockSizeLog: 8, IdxBits: 6}}}, Weighting{By: "bytes"})
+	st := set.tables[0].Subtables[0]
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := 0; i < 200; i++ {
 		rec.reads = nil
@@ -145,29 +153,11 @@ func TestProbeShapeOnSyntheticTable(t *testing.T) {
 // land without a walk (three reads) and spread over the data blocks like on a
 // real table, instead of piling onto one block: the lab's load depends on it.
 func TestProbesSpreadOverSyntheticData(t *testing.T) {
-	dir := t.TempDir()
 	subs := make([]prefixtest.Sub, prefixtest.NumSubtables("KRPvKR.rtbz"))
 	for i := range subs {
 		subs[i] = prefixtest.Sub{BlockSizeLog: 6, IdxBits: 12}
 	}
-	path, _, err := prefixtest.WriteTable(dir, prefixtest.Spec{Name: "KRPvKR.rtbz", Subs: subs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := LoadTables(context.Background(), []string{dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rec := &recReader{r: f}
-	p, err := newProber(set.tables, []tableReader{{R: rec, SlowFrom: set.tables[0].Prefix}}, Mix{DTZ: 1}, 1, Weighting{By: "positions"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	set, p, rec := syntheticProber(t, prefixtest.Spec{Name: "KRPvKR.rtbz", Subs: subs}, Weighting{By: "positions"})
 	blocks := int64(0)
 	for _, st := range set.tables[0].Subtables {
 		blocks += int64(st.NumBlocks)
