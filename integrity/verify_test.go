@@ -11,21 +11,13 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/tbhost/tbhost/internal/realdata"
 )
-
-// syzygyDir is the shared real data, relative to this package (repo root/../shared/syzygy).
-const syzygyDir = "../../shared/syzygy"
-
-func needSyzygy(t testing.TB) {
-	t.Helper()
-	if _, err := os.Stat(filepath.Join(syzygyDir, "tables", "KQvK.rtbw")); err != nil {
-		t.Skipf("real Syzygy data not found at %s (../shared/syzygy from the repo root): %v", syzygyDir, err)
-	}
-}
 
 func realLists(t testing.TB, list string) (ChecksumList, map[string]int64, map[string]string) {
 	t.Helper()
-	base := filepath.Join(syzygyDir, "checksums", "syzygy-tables.info")
+	base := filepath.Join(realdata.Dir(t), "checksums", "syzygy-tables.info")
 	cl, err := ReadChecksumList(filepath.Join(base, list), "")
 	if err != nil {
 		t.Fatal(err)
@@ -41,8 +33,6 @@ func realLists(t testing.TB, list string) (ChecksumList, map[string]int64, map[s
 	return cl, sizes, tr
 }
 
-var oldGenerator = []string{"KPvK.rtbw", "KPvK.rtbz", "KQvK.rtbw", "KQvK.rtbz", "KRvK.rtbw", "KRvK.rtbz"}
-
 func verdicts(rep VerifyReport, v string) []string {
 	var out []string
 	for _, f := range rep.Files {
@@ -55,7 +45,7 @@ func verdicts(rep VerifyReport, v string) []string {
 }
 
 func TestVerifyRealTablesEveryAlgorithm(t *testing.T) {
-	needSyzygy(t)
+	syzygyDir := realdata.Dir(t)
 	for _, list := range []string{"md5", "sha1", "sha256", "sha512", "sha3-224"} {
 		t.Run(list, func(t *testing.T) {
 			cl, sizes, tr := realLists(t, list)
@@ -68,8 +58,8 @@ func TestVerifyRealTablesEveryAlgorithm(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := verdicts(rep, VerdictMismatch); !reflect.DeepEqual(got, oldGenerator) {
-				t.Fatalf("mismatches %v, want exactly the old generator's %v", got, oldGenerator)
+			if got := verdicts(rep, VerdictMismatch); !reflect.DeepEqual(got, realdata.OldGenerator) {
+				t.Fatalf("mismatches %v, want exactly the old generator's %v", got, realdata.OldGenerator)
 			}
 			if rep.OK != 24 || len(rep.Files) != 30 || rep.Unlisted != 0 {
 				t.Fatalf("ok %d of %d files (unlisted %d), want 24 of 30", rep.OK, len(rep.Files), rep.Unlisted)
@@ -94,14 +84,14 @@ func TestVerifyRealTablesEveryAlgorithm(t *testing.T) {
 }
 
 func TestVerifyRealTablesCheapChecksOnly(t *testing.T) {
-	needSyzygy(t)
+	syzygyDir := realdata.Dir(t)
 	_, sizes, tr := realLists(t, "md5")
 	rep, err := Verify(context.Background(), VerifyOptions{Dirs: []string{filepath.Join(syzygyDir, "tables")}, Sizes: sizes, Trailers: tr})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// without hashing, the trailers alone catch all six; KQvK.rtbz and KRvK.rtbz also differ in size
-	if got := verdicts(rep, VerdictMismatch); !reflect.DeepEqual(got, oldGenerator) {
+	if got := verdicts(rep, VerdictMismatch); !reflect.DeepEqual(got, realdata.OldGenerator) {
 		t.Fatalf("mismatches %v", got)
 	}
 	if rep.BytesHashed != 0 {
@@ -121,7 +111,7 @@ func TestVerifyRealTablesCheapChecksOnly(t *testing.T) {
 }
 
 func TestVerifyCatchesFlippedByteInCopy(t *testing.T) {
-	needSyzygy(t)
+	syzygyDir := realdata.Dir(t)
 	cl, sizes, tr := realLists(t, "sha256")
 	dir := t.TempDir()
 	for _, n := range []string{"KRvKP.rtbw", "KBNvK.rtbz"} {

@@ -10,20 +10,12 @@ import (
 
 	"github.com/tbhost/tbhost/internal/cliutil"
 	"github.com/tbhost/tbhost/internal/execx"
+	"github.com/tbhost/tbhost/internal/realdata"
 	"github.com/tbhost/tbhost/lvm"
 )
 
-const syzygy = "../../../shared/syzygy"
-
-func needSyzygy(t *testing.T) {
-	t.Helper()
-	if _, err := os.Stat(filepath.Join(syzygy, "tables")); err != nil {
-		t.Skipf("real Syzygy data not found at %s (../shared/syzygy from the repo root)", syzygy)
-	}
-}
-
 func TestIntegrityVerifyTablesRealData(t *testing.T) {
-	needSyzygy(t)
+	syzygy := realdata.Dir(t)
 	list := filepath.Join(syzygy, "checksums/syzygy-tables.info/sha256")
 	code, out, stderr := runTB(t, nil, "integrity", "verify-tables", "--checksums", list, "--jobs", "3", filepath.Join(syzygy, "tables"))
 	if code != cliutil.ExitProblem {
@@ -51,7 +43,7 @@ func TestIntegrityVerifyTablesRealData(t *testing.T) {
 }
 
 func TestIntegrityVerifyTablesCleanCopyExitsZero(t *testing.T) {
-	needSyzygy(t)
+	syzygy := realdata.Dir(t)
 	dir := t.TempDir()
 	b, _ := os.ReadFile(filepath.Join(syzygy, "tables/KQvKQ.rtbw"))
 	os.WriteFile(filepath.Join(dir, "KQvKQ.rtbw"), b, 0o644)

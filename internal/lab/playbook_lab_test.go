@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tbhost/tbhost/internal/realdata"
 	"github.com/tbhost/tbhost/prefix/prefixtest"
 )
 
@@ -158,25 +160,22 @@ func TestPlaybookProvisionResumeHealth(t *testing.T) {
 	}
 }
 
-// oldGeneratorTables are the shared real tables that do not match the
-// published lists (an older generator wrote them; see integrity's tests).
-var oldGeneratorTables = map[string]bool{
-	"KPvK.rtbw": true, "KPvK.rtbz": true, "KQvK.rtbw": true, "KQvK.rtbz": true, "KRvK.rtbw": true, "KRvK.rtbz": true,
-}
-
 // realTablesAndChecksums returns the guest files of the playbook scenario:
-// the real tables that match the published checksum list under /tables, and
-// that list (sha256, with bytes.tsv and tbcheck.txt beside it) under
-// /checksums.
+// the real tables that match the published checksum list (all but
+// realdata.OldGenerator) under /tables, and that list (sha256, with
+// bytes.tsv and tbcheck.txt beside it) under /checksums.
 func realTablesAndChecksums() (map[string][]byte, error) {
-	data := filepath.Join(moduleRoot(), "..", "shared", "syzygy")
+	data, err := realdata.Find()
+	if err != nil {
+		return nil, err
+	}
 	tables, err := filepath.Glob(filepath.Join(data, "tables", "*.rtb[wz]"))
-	if err != nil || len(tables) == 0 {
-		return nil, fmt.Errorf("no table files under %s", filepath.Join(data, "tables"))
+	if err != nil {
+		return nil, err
 	}
 	files := map[string][]byte{}
 	for _, path := range tables {
-		if oldGeneratorTables[filepath.Base(path)] {
+		if slices.Contains(realdata.OldGenerator, filepath.Base(path)) {
 			continue
 		}
 		b, err := os.ReadFile(path)

@@ -5,19 +5,25 @@
 package realdata
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 )
 
-// Dir returns the absolute path of ../shared/syzygy relative to the
+// OldGenerator are the shared tables that do not match the published
+// checksum lists: an older generator wrote them (same positions, other
+// bytes). The other 24 match.
+var OldGenerator = []string{"KPvK.rtbw", "KPvK.rtbz", "KQvK.rtbw", "KQvK.rtbz", "KRvK.rtbw", "KRvK.rtbz"}
+
+// Find returns the absolute path of ../shared/syzygy relative to the
 // repository root (the directory holding go.mod above the working
-// directory), or skips the test when the real tables are not there.
-func Dir(t testing.TB) string {
-	t.Helper()
+// directory), or an error saying why the real tables are not there.
+func Find() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
@@ -25,13 +31,23 @@ func Dir(t testing.TB) string {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			t.Skip("real Syzygy data: no go.mod above the test directory")
+			return "", errors.New("real Syzygy data: no go.mod above the working directory")
 		}
 		dir = parent
 	}
 	data := filepath.Join(filepath.Dir(dir), "shared", "syzygy")
 	if files, _ := filepath.Glob(filepath.Join(data, "tables", "*.rtb[wz]")); len(files) == 0 {
-		t.Skipf("real Syzygy tables absent at %s; skipping (they are not part of the repo)", data)
+		return "", fmt.Errorf("real Syzygy tables absent at %s (they are not part of the repo)", data)
+	}
+	return data, nil
+}
+
+// Dir is Find for tests: it skips the test when the real tables are not there.
+func Dir(t testing.TB) string {
+	t.Helper()
+	data, err := Find()
+	if err != nil {
+		t.Skipf("%v; skipping", err)
 	}
 	return data
 }

@@ -168,7 +168,8 @@ func TestHostileFilesAreNamedAndSkipped(t *testing.T) {
 		"KQvKR.rtbw": []byte("<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head></html>\n"),
 	}
 	reasons := map[string]string{"KRvKN.rtbw": "wrong magic", "KRvKP.rtbz": "Git LFS", "KQvKR.rtbw": "HTML"}
-	if real := filepath.Join(repoRoot(t), "..", "shared", "syzygy", "tables"); dirExists(real) {
+	if data, err := realdata.Find(); err == nil {
+		real := filepath.Join(data, "tables")
 		for _, n := range []string{"KPvKP.rtbw", "KRvKP.rtbw", "KBNvK.rtbz"} {
 			b, err := os.ReadFile(filepath.Join(real, n))
 			if err != nil {
@@ -208,11 +209,6 @@ func TestHostileFilesAreNamedAndSkipped(t *testing.T) {
 			t.Errorf("good table %s has no prefix: %v", n, err)
 		}
 	}
-}
-
-func dirExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.IsDir()
 }
 
 // Acceptance: extracted prefixes equal the tables' first bytes; damage to
