@@ -4,27 +4,13 @@ import (
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/tbhost/tbhost/lvm"
 )
 
-// Real lvm2 2.03.16 reports captured in the VM lab (internal/lab/testdata/captures).
+// captureStatus is vg-hdd/tables's status in a real lvm2 2.03.16 report
+// captured in the VM lab (internal/lab/testdata/captures, part of the repo).
 func captureStatus(t *testing.T, name string) ArrayStatus {
 	t.Helper()
-	b, err := os.ReadFile("../internal/lab/testdata/captures/" + name + "/lvm/lvs.json")
-	if err != nil {
-		t.Skipf("lab capture %s not present: %v", name, err)
-	}
-	rows, err := lvm.ParseReport(b, "lv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, _ := lvm.ParseLVRows(rows)
-	top, ok := lvm.Find(all, "vg-hdd", "tables")
-	if !ok {
-		t.Fatal("no vg-hdd/tables in the capture")
-	}
-	return ArrayStatusOf(all, top)
+	return tablesStatus(t, lvsFile(t, "../internal/lab/testdata/captures/"+name+"/lvm/lvs.json"))
 }
 
 func TestStatusRealCaptureClean(t *testing.T) {

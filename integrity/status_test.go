@@ -10,9 +10,10 @@ import (
 	"github.com/tbhost/tbhost/lvm"
 )
 
-func fixtureLVs(t *testing.T, name string) []lvm.LV {
+// lvsFile parses the lvs -a JSON report at path.
+func lvsFile(t *testing.T, path string) []lvm.LV {
 	t.Helper()
-	b, err := os.ReadFile("testdata/" + name)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,14 +28,24 @@ func fixtureLVs(t *testing.T, name string) []lvm.LV {
 	return lvs
 }
 
-func statusOf(t *testing.T, fixture string) ArrayStatus {
+func fixtureLVs(t *testing.T, name string) []lvm.LV {
 	t.Helper()
-	all := fixtureLVs(t, fixture)
+	return lvsFile(t, "testdata/"+name)
+}
+
+// tablesStatus is the status of vg-hdd/tables among all.
+func tablesStatus(t *testing.T, all []lvm.LV) ArrayStatus {
+	t.Helper()
 	top, ok := lvm.Find(all, "vg-hdd", "tables")
 	if !ok {
-		t.Fatal("no vg-hdd/tables")
+		t.Fatal("no vg-hdd/tables in the report")
 	}
 	return ArrayStatusOf(all, top)
+}
+
+func statusOf(t *testing.T, fixture string) ArrayStatus {
+	t.Helper()
+	return tablesStatus(t, fixtureLVs(t, fixture))
 }
 
 func TestStatusClean(t *testing.T) {
