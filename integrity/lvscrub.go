@@ -92,23 +92,33 @@ func PlanLVScrub(all []lvm.LV, vg, name, devRoot string) (LVScrubPlan, error) {
 }
 
 // degradedBy says why top has a missing or failed member ("" when it has
-// none): LVM marks such an LV partial in lv_attr and lv_health_status, and an
-// image on a vanished PV shows the device "[unknown]".
+// none), from lvm.AssessArray's findings: LVM marks such an LV partial in
+// lv_attr and lv_health_status, and an image on a vanished PV shows the
+// device "[unknown]".
 func degradedBy(all []lvm.LV, top lvm.LV) string {
-	if len(top.Attr) >= 9 && top.Attr[8] == 'p' {
-		return "attr " + top.Attr + ": partial, a PV is missing"
-	}
-	if top.Health == "partial" {
-		return "health partial"
-	}
-	for _, img := range lvm.SubLVs(all, top, "rimage") {
-		for _, d := range lvm.PhysicalDevices(all, img) {
-			if d == "[unknown]" {
-				return img.Name + " is on a missing PV"
-			}
+	h := lvm.AssessArray(all, top)
+	var first lvm.Finding
+	found := false
+	for _, f := range h.All() {
+		if !f.Degrading() {
+			continue
+		}
+		if f.Code == lvm.CodeRAIDDegraded && f.Image == "" && f.Field == "lv_attr" {
+			return "attr " + top.Attr + ": partial, a PV is missing"
+		}
+		if !found {
+			first, found = f, true
 		}
 	}
-	return ""
+	switch {
+	case !found:
+		return ""
+	case first.Image != "":
+		return first.Image + " is on a missing PV"
+	case first.Code == lvm.CodeRAIDDegraded:
+		return "health partial"
+	}
+	return string(first.Code)
 }
 
 // MapToLV maps an offset on image idx to the top LV, for the layouts

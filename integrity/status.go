@@ -36,7 +36,9 @@ type ArrayStatus struct {
 	Images              []ImageStatus `json:"images"`
 	Notes               []string      `json:"notes,omitempty"`
 	Problems            []string      `json:"problems,omitempty"`
-	OK                  bool          `json:"ok"`
+	// Findings are the problems with their codes (Problems are their texts).
+	Findings []lvm.Finding `json:"findings,omitempty"`
+	OK       bool          `json:"ok"`
 }
 
 // Status reads the integrity state of RAID LVs. Names are VGs or VG/LV
@@ -114,7 +116,9 @@ func hasIntegrity(all []lvm.LV, top lvm.LV) bool {
 	return false
 }
 
-// ArrayStatusOf judges one RAID LV from an `lvs -a` report.
+// ArrayStatusOf judges one RAID LV from an `lvs -a` report: the findings
+// of lvm.AssessArray (decided there, on codes) in integrity's words, per
+// image and naming the disk, plus whether every image has dm-integrity.
 func ArrayStatusOf(all []lvm.LV, top lvm.LV) ArrayStatus {
 	s := ArrayStatus{
 		LV: top.FullName(), UUID: top.UUID, SegType: top.SegType(), Attr: top.Attr, Size: top.Size,
@@ -122,16 +126,26 @@ func ArrayStatusOf(all []lvm.LV, top lvm.LV) ArrayStatus {
 		IntegrityMismatches: top.IntegrityMismatches, RaidMismatchCount: top.RaidMismatchCount,
 		SyncAction: top.SyncAction, SyncPercent: top.SyncPercent, Health: top.Health,
 	}
-	for _, p := range top.Problems() {
-		if top.IntegrityMismatches > 0 && strings.HasSuffix(p, "integrity mismatches") {
+	h := lvm.AssessArray(all, top)
+	var inactive []lvm.Finding
+	for _, f := range h.Findings {
+		switch f.Code {
+		case lvm.CodeIntegrityMismatches:
 			continue // reported per image below, naming the disk
+		case lvm.CodeLVInactive:
+			f.Text = fmt.Sprintf("%s: not active (lvchange -ay %s)", top.FullName(), top.FullName())
+			inactive = append(inactive, f) // said last
+			continue
+		case lvm.CodeSyncInProgress, lvm.CodeRebuilding, lvm.CodeCheckInProgress, lvm.CodeNotSynced:
+			s.Notes = append(s.Notes, fmt.Sprintf("sync action %q at %.2f%%", s.SyncAction, s.SyncPercent))
+			continue
 		}
-		s.Problems = append(s.Problems, p)
+		s.problem(f)
 	}
 	var sum int64
-	withIntegrity := 0
-	for _, img := range lvm.SubLVs(all, top, "rimage") {
-		is := ImageStatus{Name: img.Name, Disks: lvm.PhysicalDevices(all, img), Mismatches: img.IntegrityMismatches, SegType: img.SegType(), Health: img.Health}
+	for _, ih := range h.Images {
+		img := ih.LV
+		is := ImageStatus{Name: img.Name, Disks: ih.Disks, Mismatches: img.IntegrityMismatches, SegType: img.SegType(), Health: img.Health}
 		if is.Disks == nil {
 			is.Disks = []string{}
 		}
@@ -142,39 +156,43 @@ func ArrayStatusOf(all []lvm.LV, top lvm.LV) ArrayStatus {
 		if len(is.Disks) == 0 {
 			on = "on an unknown disk"
 		}
-		if img.SegType() == "integrity" {
-			withIntegrity++
-		}
-		if img.IntegrityMismatches > 0 {
-			sum += img.IntegrityMismatches
-			is.Problems = append(is.Problems, fmt.Sprintf("%s %s: %d integrity mismatches (dm-integrity caught corrupt blocks read from this disk: check its SMART log and cabling; run tbhost integrity scrub %s to read every block)",
-				img.FullName(), on, img.IntegrityMismatches, top.FullName()))
-		}
-		for _, p := range img.Problems() {
-			if !strings.HasSuffix(p, "integrity mismatches") {
-				is.Problems = append(is.Problems, p+" ("+on+")")
+		var own []lvm.Finding
+		for _, f := range ih.Findings {
+			switch f.Code {
+			case lvm.CodeImageMissing, lvm.CodeImageSpansDisks:
+				continue // the array's partial state says it; lvm status names the image
+			case lvm.CodeIntegrityMismatches:
+				sum += f.Count
+				f.Advice = fmt.Sprintf("dm-integrity caught corrupt blocks read from this disk: check its SMART log and cabling; run tbhost integrity scrub %s to read every block", top.FullName())
+				f.Text = fmt.Sprintf("%s %s: %d integrity mismatches (%s)", img.FullName(), on, f.Count, f.Advice)
+				is.Problems = append(is.Problems, f.Text)
+				s.Findings = append(s.Findings, f)
+				continue
 			}
+			f.Text += " (" + on + ")"
+			own = append(own, f)
 		}
-		s.Problems = append(s.Problems, is.Problems...)
+		for _, f := range own {
+			is.Problems = append(is.Problems, f.Text)
+			s.Findings = append(s.Findings, f)
+		}
 		s.Images = append(s.Images, is)
 	}
 	if top.IntegrityMismatches > 0 && sum == 0 {
-		s.Problems = append(s.Problems, fmt.Sprintf("%s: %d integrity mismatches on the array, none attributed to an image", top.FullName(), top.IntegrityMismatches))
+		s.problem(lvm.Finding{Code: lvm.CodeIntegrityMismatches, Severity: lvm.Warning, LV: top.FullName(),
+			Field: "integritymismatches", Count: top.IntegrityMismatches,
+			Text: fmt.Sprintf("%s: %d integrity mismatches on the array, none attributed to an image", top.FullName(), top.IntegrityMismatches)})
 	}
-	switch {
-	case len(s.Images) == 0:
-		s.Problems = append(s.Problems, fmt.Sprintf("%s: no rimage sub-LVs in the report", top.FullName()))
-	case withIntegrity == 0:
-		s.Problems = append(s.Problems, fmt.Sprintf("%s: no dm-integrity layer (add one: lvconvert --raidintegrity y %s)", top.FullName(), top.FullName()))
-	case withIntegrity < len(s.Images):
-		s.Problems = append(s.Problems, fmt.Sprintf("%s: only %d of %d images have dm-integrity", top.FullName(), withIntegrity, len(s.Images)))
+	for _, f := range lvm.IntegrityCoverage(h) {
+		s.problem(f)
 	}
-	if len(top.Attr) >= 5 && top.Attr[4] != 'a' { // lv_attr char 5: state, 'a' active
-		s.Problems = append(s.Problems, fmt.Sprintf("%s: not active (lvchange -ay %s)", top.FullName(), top.FullName()))
+	for _, f := range inactive {
+		s.problem(f)
 	}
-	if s.SyncPercent >= 0 && s.SyncPercent < 100 {
-		s.Notes = append(s.Notes, fmt.Sprintf("sync action %q at %.2f%%", s.SyncAction, s.SyncPercent))
-	}
-	s.OK = len(s.Problems) == 0
+	s.Problems = lvm.Texts(s.Findings)
+	s.OK = len(s.Findings) == 0
 	return s
 }
+
+// problem records a finding on the array.
+func (s *ArrayStatus) problem(f lvm.Finding) { s.Findings = append(s.Findings, f) }

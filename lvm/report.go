@@ -95,46 +95,10 @@ func (lv LV) SegType() string {
 	return lv.Segments[0].Type
 }
 
-// knownUnhealthy are lv_health_status values lvm2 documents; anything else
-// that is not "" is unknown, and unknown is not OK.
-var knownUnhealthy = map[string]bool{
-	"partial": true, "unknown": true, "refresh needed": true, "repair needed": true,
-	"mismatches exist": true, "writemostly": true, "failed": true, "metadata_read_only": true,
-}
-
-// Problems judges the LV's own health: lv_health_status, the health char of
-// lv_attr, integrity mismatches and raid mismatches. Empty means healthy.
-// A sync in progress is not a problem here; callers report it as a state.
-func (lv LV) Problems() []string {
-	var p []string
-	switch {
-	case lv.Health == "":
-	case knownUnhealthy[lv.Health]:
-		p = append(p, fmt.Sprintf("%s: health %q", lv.FullName(), lv.Health))
-	default:
-		p = append(p, fmt.Sprintf("%s: unknown health value %q (treated as not OK)", lv.FullName(), lv.Health))
-	}
-	if len(lv.Attr) >= 9 {
-		switch c := lv.Attr[8]; c {
-		case '-':
-		case 'p':
-			p = append(p, fmt.Sprintf("%s: attr %s: partial (a PV is missing)", lv.FullName(), lv.Attr))
-		case 'r':
-			p = append(p, fmt.Sprintf("%s: attr %s: refresh needed", lv.FullName(), lv.Attr))
-		case 'm':
-			p = append(p, fmt.Sprintf("%s: attr %s: mismatches exist", lv.FullName(), lv.Attr))
-		default:
-			p = append(p, fmt.Sprintf("%s: attr %s: volume health %q", lv.FullName(), lv.Attr, string(c)))
-		}
-	}
-	if lv.IntegrityMismatches > 0 {
-		p = append(p, fmt.Sprintf("%s: %d integrity mismatches", lv.FullName(), lv.IntegrityMismatches))
-	}
-	if lv.RaidMismatchCount > 0 {
-		p = append(p, fmt.Sprintf("%s: raid_mismatch_count %d", lv.FullName(), lv.RaidMismatchCount))
-	}
-	return p
-}
+// Problems are the texts of the LV's own Findings (health, the health char
+// of lv_attr, integrity and raid mismatches). Empty means healthy. A sync in
+// progress is not a problem here. Decide on Findings' codes, not on these.
+func (lv LV) Problems() []string { return Texts(lv.Findings()) }
 
 // PV is one physical volume.
 type PV struct {

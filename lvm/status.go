@@ -40,7 +40,15 @@ type ArrayStatus struct {
 	Images         []ImageStatus `json:"images,omitempty"`
 	State          string        `json:"state"` // ok, syncing, problem
 	Problems       []string      `json:"problems,omitempty"`
-	Checks         []Check       `json:"checks,omitempty"` // against the plan, with --plan
+	// Findings are the problems with their codes (Problems are their texts).
+	Findings []Finding `json:"findings,omitempty"`
+	Checks   []Check   `json:"checks,omitempty"` // against the plan, with --plan
+}
+
+// problem records a finding and its text.
+func (st *ArrayStatus) problem(f Finding) {
+	st.Findings = append(st.Findings, f)
+	st.Problems = append(st.Problems, f.Text)
 }
 
 // StatusReport is `tbhost lvm status`.
@@ -92,7 +100,9 @@ func Status(ctx context.Context, r execx.Runner, opts StatusOptions) (*StatusRep
 	rep := &StatusReport{OK: true}
 	if len(wants) == 0 {
 		rep.OK = false
-		rep.Arrays = append(rep.Arrays, ArrayStatus{State: "problem", Problems: []string{"no RAID LV found (tbhost lvm plan / apply builds them)"}})
+		st := ArrayStatus{State: "problem"}
+		st.problem(Finding{Code: CodeNoRAIDLV, Severity: Critical, Text: "no RAID LV found (tbhost lvm plan / apply builds them)"})
+		rep.Arrays = append(rep.Arrays, st)
 		return rep, nil
 	}
 	devName := func(pv string) string {
@@ -107,7 +117,8 @@ func Status(ctx context.Context, r execx.Runner, opts StatusOptions) (*StatusRep
 		st := ArrayStatus{VG: w.vg, LV: w.lv, SyncPercent: -1, RaidMismatches: -1, IntegrityMism: -1}
 		top, ok := Find(all, w.vg, w.lv)
 		if !ok {
-			st.State, st.Problems = "problem", []string{fmt.Sprintf("%s/%s does not exist", w.vg, w.lv)}
+			st.State = "problem"
+			st.problem(Finding{Code: CodeLVNotFound, Severity: Critical, LV: w.vg + "/" + w.lv, Text: fmt.Sprintf("%s/%s does not exist", w.vg, w.lv)})
 			rep.Arrays = append(rep.Arrays, st)
 			rep.OK = false
 			continue
@@ -120,27 +131,39 @@ func Status(ctx context.Context, r execx.Runner, opts StatusOptions) (*StatusRep
 			}
 		}
 		st.SyncPercent, st.SyncAction, st.RaidMismatches = top.SyncPercent, top.SyncAction, top.RaidMismatchCount
-		st.Problems = append(st.Problems, top.Problems()...)
-		if len(top.Attr) >= 5 && top.Attr[4] != 'a' {
-			st.Problems = append(st.Problems, fmt.Sprintf("%s/%s is not active (attr %s): its data cannot be read; lvm2 2.03.16 will not activate raid+integrity with a member missing (vgchange -ay --activationmode degraded is refused): bring the disk back, or see docs/lvm.md", w.vg, w.lv, top.Attr))
+		h := AssessArray(all, top)
+		_, syncing := h.Sync()
+		for _, f := range h.Findings {
+			switch f.Code {
+			case CodeSyncInProgress, CodeRebuilding, CodeCheckInProgress, CodeNotSynced:
+				continue // a state, shown as "syncing"
+			case CodeLVInactive:
+				f.Text = fmt.Sprintf("%s/%s is not active (attr %s): its data cannot be read; lvm2 2.03.16 will not activate raid+integrity with a member missing (vgchange -ay --activationmode degraded is refused): bring the disk back, or see docs/lvm.md", w.vg, w.lv, top.Attr)
+			}
+			st.problem(f)
 		}
 		if top.IntegrityMode != "" {
 			st.Integrity = &Integrity{Enabled: true, Mode: top.IntegrityMode, BlockSize: top.IntegrityBlockSize}
 			st.IntegrityMism = top.IntegrityMismatches
 		}
-		for _, img := range SubLVs(all, top, "rimage") {
+		for _, ih := range h.Images {
+			img := ih.LV
 			is := ImageStatus{Name: img.Name, SegType: img.SegType(), IntegrityMismatches: img.IntegrityMismatches}
-			for _, d := range PhysicalDevices(all, img) {
+			for _, d := range ih.Disks {
 				is.Devices = append(is.Devices, devName(d))
 			}
-			is.Problems = img.Problems()
-			st.Problems = append(st.Problems, is.Problems...)
-			switch {
-			case len(is.Devices) == 0:
+			for _, f := range ih.Findings {
+				switch f.Code {
+				case CodeImageSpansDisks:
+					f.Text = fmt.Sprintf("%s spans %d devices (%s): reads are unbalanced", img.Name, len(is.Devices), strings.Join(is.Devices, ", "))
+				case CodeImageMissing:
+				default:
+					is.Problems = append(is.Problems, f.Text)
+				}
+				st.problem(f)
+			}
+			if len(is.Devices) == 0 {
 				is.Devices = []string{"[missing]"}
-				st.Problems = append(st.Problems, fmt.Sprintf("%s has lost its disk (lvs shows its PV as [unknown]): the array runs degraded; replace the disk", img.Name))
-			case len(is.Devices) > 1:
-				st.Problems = append(st.Problems, fmt.Sprintf("%s spans %d devices (%s): reads are unbalanced", img.Name, len(is.Devices), strings.Join(is.Devices, ", ")))
 			}
 			st.Images = append(st.Images, is)
 		}
@@ -148,15 +171,15 @@ func Status(ctx context.Context, r execx.Runner, opts StatusOptions) (*StatusRep
 			st.Checks = VerifyArray(*w.plan, all, opts.Plan.ExtentSize, func(pv string) string { return planID(opts.Plan, opts.Inventory, pv) })
 			for _, c := range st.Checks {
 				if !c.OK {
-					st.Problems = append(st.Problems, "plan: "+c.String())
+					st.problem(Finding{Code: CodePlanMismatch, Severity: Critical, LV: top.FullName(), Text: "plan: " + c.String()})
 				}
 			}
 		}
 		switch {
-		case len(st.Problems) > 0:
+		case len(st.Findings) > 0:
 			st.State = "problem"
 			rep.OK = false
-		case st.SyncPercent >= 0 && st.SyncPercent < 100:
+		case syncing:
 			st.State = "syncing"
 		default:
 			st.State = "ok"

@@ -6,49 +6,32 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/tbhost/tbhost/lvm"
 )
 
-// Severity is a Nagios status: its value is the plugin exit code.
-type Severity int
+// Severity is a Nagios status: its value is the plugin exit code. It is
+// lvm.Severity, the module's one status type.
+type Severity = lvm.Severity
 
 // Nagios statuses.
 const (
-	OK       Severity = 0
-	Warning  Severity = 1
-	Critical Severity = 2
-	Unknown  Severity = 3
+	OK       = lvm.OK
+	Warning  = lvm.Warning
+	Critical = lvm.Critical
+	Unknown  = lvm.Unknown
 )
 
-func (s Severity) String() string {
-	switch s {
-	case OK:
-		return "OK"
-	case Warning:
-		return "WARNING"
-	case Critical:
-		return "CRITICAL"
-	default:
-		return "UNKNOWN"
-	}
-}
-
-// rank orders severities for "the worst one": CRITICAL > WARNING > UNKNOWN > OK.
-func (s Severity) rank() int {
-	return [...]int{OK: 0, Warning: 2, Critical: 3, Unknown: 1}[s]
-}
-
-// Worse returns the more serious of a and b.
-func Worse(a, b Severity) Severity {
-	if b.rank() > a.rank() {
-		return b
-	}
-	return a
-}
+// Worse returns the more serious of a and b (CRITICAL > WARNING > UNKNOWN > OK).
+func Worse(a, b Severity) Severity { return lvm.Worse(a, b) }
 
 // Problem is one finding with its severity.
 type Problem struct {
 	Severity Severity
 	Text     string
+	// Code says what it is (lvm's finding codes); "" for md findings
+	// that have none yet. Decide on it, never on Text.
+	Code lvm.Code
 }
 
 // Thresholds tune the skew detector.
@@ -151,7 +134,7 @@ func evaluateArray(a Array, samples []Sample, th Thresholds) ArrayResult {
 		if len(samples) > 0 {
 			if _, ok := samples[0].Devices[m.Disk]; !ok {
 				ar.Members[i].Flag, ar.Members[i].Severity = FlagMissing, Critical
-				ar.Problems = append(ar.Problems, Problem{Critical, fmt.Sprintf("%s: %s is not in /proc/diskstats (disk gone?)", a.Name, m.Disk)})
+				ar.Problems = append(ar.Problems, Problem{Severity: Critical, Code: lvm.CodeMemberGone, Text: fmt.Sprintf("%s: %s is not in /proc/diskstats (disk gone?)", a.Name, m.Disk)})
 				continue
 			}
 		}
@@ -159,7 +142,7 @@ func evaluateArray(a Array, samples []Sample, th Thresholds) ArrayResult {
 	}
 	if len(samples) < 2 {
 		ar.Note = "fewer than two samples: no rates"
-		ar.Problems = append(ar.Problems, Problem{Unknown, fmt.Sprintf("%s: %s", a.Name, ar.Note)})
+		ar.Problems = append(ar.Problems, Problem{Severity: Unknown, Code: lvm.CodeNoSamples, Text: fmt.Sprintf("%s: %s", a.Name, ar.Note)})
 		ar.Status = worstOf(ar.Problems, ar.Members)
 		return ar
 	}
@@ -226,7 +209,7 @@ func evaluateArray(a Array, samples []Sample, th Thresholds) ArrayResult {
 	case ar.Judged == 0:
 		ar.Note = fmt.Sprintf("skew not judged: too little traffic (%.1f reads/s per disk, below --min-reads %g)", lowest, th.MinReads)
 		if th.NoTraffic != OK {
-			ar.Problems = append(ar.Problems, Problem{th.NoTraffic, a.Name + ": " + ar.Note})
+			ar.Problems = append(ar.Problems, Problem{Severity: th.NoTraffic, Code: lvm.CodeNoTraffic, Text: a.Name + ": " + ar.Note})
 		}
 	default:
 		flagSkew(&ar, present, minDev, maxDev, readAlways0, mean, th)
@@ -263,7 +246,7 @@ func flagSkew(ar *ArrayResult, present []int, minDev, maxDev []float64, idle []b
 		groups[m.Flag][m.Severity] = append(groups[m.Flag][m.Severity], flagged{m.Label(), m.Deviation})
 	}
 	if len(idleNames) > 0 {
-		ar.Problems = append(ar.Problems, Problem{Critical, fmt.Sprintf(
+		ar.Problems = append(ar.Problems, Problem{Severity: Critical, Code: lvm.CodeMemberIdle, Text: fmt.Sprintf(
 			"%s: %s idle: (almost) no reads while the other members read (%.1f reads/s per disk on average)",
 			ar.Name, strings.Join(idleNames, ", "), mean)})
 	}
@@ -285,7 +268,7 @@ func flagSkew(ar *ArrayResult, present []int, minDev, maxDev []float64, idle []b
 			if dir == FlagOver {
 				word = "more"
 			}
-			ar.Problems = append(ar.Problems, Problem{sev, fmt.Sprintf(
+			ar.Problems = append(ar.Problems, Problem{Severity: sev, Code: lvm.CodeMemberSkewed, Text: fmt.Sprintf(
 				"%s: %s read %s than the members' mean (%.1f reads/s) by over %.0f%% for the whole window",
 				ar.Name, strings.Join(parts, ", "), word, mean, 100*limit)})
 		}
@@ -316,7 +299,7 @@ func summarize(r Report) string {
 	}
 	if len(ps) > 0 {
 		// the worst severity's findings, at most two: a Nagios status line stays short
-		sort.SliceStable(ps, func(i, j int) bool { return ps[i].Severity.rank() > ps[j].Severity.rank() })
+		sort.SliceStable(ps, func(i, j int) bool { return ps[i].Severity.Rank() > ps[j].Severity.Rank() })
 		var texts []string
 		for i, p := range ps {
 			if i == 2 || p.Severity != ps[0].Severity {

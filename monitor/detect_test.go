@@ -131,7 +131,7 @@ func TestLowTrafficDoesNotCryWolf(t *testing.T) {
 func TestSyncingIsWarningAndNotJudged(t *testing.T) {
 	a := array(six...)
 	a.Syncing, a.SyncAction, a.SyncProgress = true, "resync", 0.4
-	a.Problems = []Problem{{Warning, "vg/a: resync in progress"}}
+	a.Problems = []Problem{{Severity: Warning, Text: "vg/a: resync in progress"}}
 	s := seq(six, [][]uint64{{900, 0, 900, 900, 900, 900}, {900, 0, 900, 900, 900, 900}})
 	r := Evaluate([]Array{a}, s, DefaultThresholds())
 	if r.Status != Warning || r.Arrays[0].Judged != 0 {

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tbhost/tbhost/lvm"
 )
 
 // CheckJSON is `tbhost monitor check --json`, exactly the issue's shape.
@@ -47,7 +49,7 @@ func (r Report) JSON() CheckJSON {
 		for _, p := range a.Problems {
 			aj.Problems = append(aj.Problems, p.Severity.String()+": "+p.Text)
 		}
-		if a.Note != "" && !containsNote(a.Problems, a.Note) {
+		if a.Note != "" && !noteIsProblem(a.Problems) {
 			aj.Problems = append(aj.Problems, "OK: "+a.Note)
 		}
 		out.Arrays = append(out.Arrays, aj)
@@ -55,9 +57,11 @@ func (r Report) JSON() CheckJSON {
 	return out
 }
 
-func containsNote(ps []Problem, note string) bool {
+// noteIsProblem reports whether the array's note (why skew was not judged)
+// is already one of its problems: --no-traffic unknown, or no rates.
+func noteIsProblem(ps []Problem) bool {
 	for _, p := range ps {
-		if strings.Contains(p.Text, note) {
+		if p.Code == lvm.CodeNoTraffic || p.Code == lvm.CodeNoSamples {
 			return true
 		}
 	}
@@ -130,7 +134,7 @@ func (r Report) WriteText(w io.Writer) error {
 		for _, p := range a.Problems {
 			fmt.Fprintf(ew, "  %s: %s\n", p.Severity, p.Text)
 		}
-		if a.Note != "" && !containsNote(a.Problems, a.Note) {
+		if a.Note != "" && !noteIsProblem(a.Problems) {
 			fmt.Fprintf(ew, "  note: %s\n", a.Note)
 		}
 	}

@@ -222,29 +222,30 @@ func lvmArrays(root string, sb *SysBlock, all []lvm.LV, pvs []lvm.PV) []Array {
 		if lv.Hidden || !strings.HasPrefix(lv.SegType(), "raid") {
 			continue
 		}
+		h := lvm.AssessArray(all, lv)
 		a := Array{Name: lv.FullName(), Kind: "lvm", Level: lv.SegType(), SyncProgress: -1,
 			IntegrityMismatches: lv.IntegrityMismatches}
 		if k, ok := sb.ByDMName(DMName(lv.VG, lv.Name)); ok {
 			a.Device = k
 		}
-		images := lvm.SubLVs(all, lv, "rimage")
-		a.Images = len(images)
+		a.Images = len(h.Images)
 		byDisk := map[string]int{}
 		var spans []string
-		for _, img := range images {
+		for _, ih := range h.Images {
+			img := ih.LV
 			var leaves []string
 			if k, ok := sb.ByDMName(DMName(img.VG, img.Name)); ok {
 				leaves = sb.Leaves(k)
 			}
 			if len(leaves) == 0 && a.Device == "" { // not active: LVM's view of where it lives
-				for _, d := range lvm.PhysicalDevices(all, img) {
+				for _, d := range ih.Disks {
 					leaves = append(leaves, pvKernelName(sb, d))
 				}
 			}
-			if len(leaves) == 0 || onUnknownPV(all, img) {
+			if len(leaves) == 0 || ih.Missing {
 				a.Members = append(a.Members, Member{Images: []string{img.Name}, Missing: true, IntegrityMismatches: img.IntegrityMismatches})
 				a.Degraded = true
-				a.Problems = append(a.Problems, Problem{Critical, fmt.Sprintf("%s: image %s has no disk (PV missing or failed)", a.Name, img.Name)})
+				a.Problems = append(a.Problems, Problem{Severity: Critical, Code: lvm.CodeImageMissing, Text: fmt.Sprintf("%s: image %s has no disk (PV missing or failed)", a.Name, img.Name)})
 				continue
 			}
 			if len(leaves) > 1 {
@@ -265,9 +266,9 @@ func lvmArrays(root string, sb *SysBlock, all []lvm.LV, pvs []lvm.PV) []Array {
 			}
 		}
 		if len(spans) > 0 {
-			a.Problems = append(a.Problems, Problem{Warning, fmt.Sprintf(
+			a.Problems = append(a.Problems, Problem{Severity: Warning, Code: lvm.CodeImageSpansDisks, Text: fmt.Sprintf(
 				"%s: %s stripes over %d images and %d of them span several disks (%s): reads do not spread over every disk (created without --stripes?)",
-				a.Name, a.Level, len(images), len(spans), strings.Join(spans, ", "))})
+				a.Name, a.Level, len(h.Images), len(spans), strings.Join(spans, ", "))})
 		}
 		var unused []string
 		for _, pv := range pvs {
@@ -283,23 +284,23 @@ func lvmArrays(root string, sb *SysBlock, all []lvm.LV, pvs []lvm.PV) []Array {
 			unused = append(unused, k)
 		}
 		if len(unused) > 0 {
-			a.Problems = append(a.Problems, Problem{Warning, fmt.Sprintf(
+			a.Problems = append(a.Problems, Problem{Severity: Warning, Code: lvm.CodePVUnused, Text: fmt.Sprintf(
 				"%s: %d PV(s) of VG %s hold no image of it (%s): the array does not use every disk (created without --stripes?)",
 				a.Name, len(unused), lv.VG, strings.Join(unused, ", "))})
 		}
-		if a.Device == "" {
-			a.Problems = append(a.Problems, Problem{Critical, fmt.Sprintf("%s: not active (no device-mapper device %s); activate it with: vgchange -ay %s", a.Name, DMName(lv.VG, lv.Name), lv.VG)})
+		if a.Device == "" || lvm.HasCode(h.Findings, lvm.CodeLVInactive) {
+			a.Problems = append(a.Problems, Problem{Severity: Critical, Code: lvm.CodeLVInactive, Text: fmt.Sprintf("%s: not active (no device-mapper device %s); activate it with: vgchange -ay %s", a.Name, DMName(lv.VG, lv.Name), lv.VG)})
 		}
-		a.Problems = append(a.Problems, lvHealth(a.Name, lv)...)
+		a.Problems = append(a.Problems, lvHealth(a.Name, lv, h.Findings)...)
 		a.Problems = append(a.Problems, integrityMismatches(all, lv)...)
-		if lv.Health == "partial" || (len(lv.Attr) >= 9 && lv.Attr[8] == 'p') {
+		if lvm.HasCode(h.Findings, lvm.CodeRAIDDegraded) {
 			a.Degraded = true
 		}
-		if lv.SyncPercent >= 0 && lv.SyncPercent < 100 {
-			a.SyncAction, a.SyncProgress = lv.SyncAction, lv.SyncPercent/100
-			a.Syncing = lv.SyncAction != "check"
+		if f, ok := h.Sync(); ok {
+			a.SyncAction, a.SyncProgress = lv.SyncAction, f.Percent/100
+			a.Syncing = f.Code != lvm.CodeCheckInProgress
 			if a.Syncing {
-				a.Problems = append(a.Problems, Problem{Warning, fmt.Sprintf("%s: %s in progress, %.1f%% done (skew is not judged meanwhile)", a.Name, orDefault(lv.SyncAction, "sync"), lv.SyncPercent)})
+				a.Problems = append(a.Problems, Problem{Severity: f.Severity, Code: f.Code, Text: fmt.Sprintf("%s: %s in progress, %.1f%% done (skew is not judged meanwhile)", a.Name, orDefault(lv.SyncAction, "sync"), f.Percent)})
 			}
 		}
 		out = append(out, a)
@@ -307,38 +308,48 @@ func lvmArrays(root string, sb *SysBlock, all []lvm.LV, pvs []lvm.PV) []Array {
 	return out
 }
 
-// lvHealth turns LVM's health fields into problems with a Nagios severity.
-func lvHealth(name string, lv lvm.LV) []Problem {
+// lvHealth words the array's own health findings (lvm.AssessArray's, from
+// lv_health_status, lv_attr and raid_mismatch_count) for monitor, with
+// their severities: a partial LV is said once, and lv_attr only adds what
+// lv_health_status did not say.
+func lvHealth(name string, lv lvm.LV, fs []lvm.Finding) []Problem {
 	var p []Problem
-	partial := lv.Health == "partial" || (len(lv.Attr) >= 9 && lv.Attr[8] == 'p')
-	switch {
-	case partial:
-		p = append(p, Problem{Critical, fmt.Sprintf("%s: partial: a PV is missing (lv_attr %s); the array runs degraded", name, lv.Attr)})
-	case lv.Health == "":
-	case lv.Health == "refresh needed" || lv.Health == "repair needed" || lv.Health == "failed":
-		p = append(p, Problem{Critical, fmt.Sprintf("%s: lv_health_status %q", name, lv.Health)})
-	case lv.Health == "mismatches exist" || lv.Health == "writemostly":
-		p = append(p, Problem{Warning, fmt.Sprintf("%s: lv_health_status %q", name, lv.Health)})
-	default:
-		p = append(p, Problem{Warning, fmt.Sprintf("%s: unknown lv_health_status %q (treated as not OK)", name, lv.Health)})
+	add := func(f lvm.Finding, text string) {
+		p = append(p, Problem{Severity: f.Severity, Code: f.Code, Text: text})
 	}
-	if !partial && len(lv.Attr) >= 9 {
-		switch c := lv.Attr[8]; c {
-		case '-', 'p':
-		case 'r':
-			if lv.Health != "refresh needed" {
-				p = append(p, Problem{Critical, fmt.Sprintf("%s: lv_attr %s: refresh needed", name, lv.Attr)})
-			}
-		case 'm':
-			if lv.Health != "mismatches exist" {
-				p = append(p, Problem{Warning, fmt.Sprintf("%s: lv_attr %s: mismatches exist", name, lv.Attr)})
-			}
-		default:
-			p = append(p, Problem{Warning, fmt.Sprintf("%s: lv_attr %s: volume health %q", name, lv.Attr, string(c))})
+	said := map[lvm.Code]bool{}
+	for _, f := range fs {
+		if f.Code == lvm.CodeRAIDDegraded {
+			add(f, fmt.Sprintf("%s: partial: a PV is missing (lv_attr %s); the array runs degraded", name, lv.Attr))
+			said[f.Code] = true
+			break
 		}
 	}
-	if lv.RaidMismatchCount > 0 {
-		p = append(p, Problem{Warning, fmt.Sprintf("%s: raid_mismatch_count %d after the last check", name, lv.RaidMismatchCount)})
+	partial := said[lvm.CodeRAIDDegraded]
+	for _, f := range fs {
+		switch {
+		case f.Code == lvm.CodeRAIDDegraded:
+		case f.Field == "lv_health_status" && !partial:
+			switch f.Code {
+			case lvm.CodeRefreshNeeded, lvm.CodeRepairNeeded, lvm.CodeLVFailed, lvm.CodeMismatchesExist, lvm.CodeWritemostly:
+				add(f, fmt.Sprintf("%s: lv_health_status %q", name, f.Value))
+			default:
+				add(f, fmt.Sprintf("%s: unknown lv_health_status %q (treated as not OK)", name, f.Value))
+			}
+			said[f.Code] = true
+		case f.Field == "lv_attr" && !partial && f.Code != lvm.CodeLVInactive:
+			switch {
+			case said[f.Code] && f.Code != lvm.CodeHealthUnrecognized:
+			case f.Code == lvm.CodeRefreshNeeded:
+				add(f, fmt.Sprintf("%s: lv_attr %s: refresh needed", name, lv.Attr))
+			case f.Code == lvm.CodeMismatchesExist:
+				add(f, fmt.Sprintf("%s: lv_attr %s: mismatches exist", name, lv.Attr))
+			default:
+				add(f, fmt.Sprintf("%s: lv_attr %s: volume health %q", name, lv.Attr, lv.Attr[8:9]))
+			}
+		case f.Code == lvm.CodeRAIDMismatches:
+			add(f, fmt.Sprintf("%s: raid_mismatch_count %d after the last check", name, f.Count))
+		}
 	}
 	return p
 }
@@ -347,37 +358,12 @@ func lvHealth(name string, lv lvm.LV) []Problem {
 // per image, naming the disk, or on the array when no image owns them.
 func integrityMismatches(all []lvm.LV, lv lvm.LV) []Problem {
 	var p []Problem
-	for _, text := range integrity.ArrayStatusOf(all, lv).Problems {
-		if strings.Contains(text, "integrity mismatches") {
-			p = append(p, Problem{Warning, text})
+	for _, f := range integrity.ArrayStatusOf(all, lv).Findings {
+		if f.Code == lvm.CodeIntegrityMismatches {
+			p = append(p, Problem{Severity: f.Severity, Code: f.Code, Text: f.Text})
 		}
 	}
 	return p
-}
-
-// onUnknownPV reports whether an LV's extents lie (through sub-LVs) on a
-// PV LVM cannot find: its devices column says "[unknown]".
-func onUnknownPV(all []lvm.LV, lv lvm.LV) bool {
-	var walk func(lvm.LV, int) bool
-	walk = func(l lvm.LV, depth int) bool {
-		if depth > 16 {
-			return false
-		}
-		for _, s := range l.Segments {
-			for _, e := range s.Devices {
-				if e.Name == "[unknown]" {
-					return true
-				}
-				if !e.IsDevice() {
-					if sub, ok := lvm.Find(all, l.VG, e.Name); ok && walk(sub, depth+1) {
-						return true
-					}
-				}
-			}
-		}
-		return false
-	}
-	return walk(lv, 0)
 }
 
 // pvKernelName maps a PV path (/dev/sda, /dev/sda1, /dev/mapper/x) to a kernel name.
@@ -429,7 +415,7 @@ func sysfsLVMArrays(root string, sb *SysBlock) []Array {
 			if len(leaves) == 0 {
 				a.Members = append(a.Members, Member{Images: []string{img}, Missing: true, IntegrityMismatches: -1})
 				a.Degraded = true
-				a.Problems = append(a.Problems, Problem{Critical, fmt.Sprintf("%s: image %s sits on no disk (error target: PV missing?)", a.Name, img)})
+				a.Problems = append(a.Problems, Problem{Severity: Critical, Code: lvm.CodeImageMissing, Text: fmt.Sprintf("%s: image %s sits on no disk (error target: PV missing?)", a.Name, img)})
 				continue
 			}
 			for _, leaf := range leaves {
@@ -467,26 +453,26 @@ func mdArrays(root string, sb *SysBlock) []Array {
 		slaves := sb.Devs[n].Slaves
 		for _, s := range slaves {
 			state := md.Members[s]
-			if strings.Contains(state, "spare") && !strings.Contains(state, "in_sync") {
+			if mdFlag(state, "spare") && !mdFlag(state, "in_sync") {
 				continue // a hot spare reads nothing until a rebuild; not a member to compare
 			}
 			for _, leaf := range sb.Leaves(s) {
 				a.Members = append(a.Members, Member{Disk: leaf, ID: StableID(root, sb.Disk(leaf)), Images: []string{s}, IntegrityMismatches: -1})
 			}
-			if strings.Contains(state, "faulty") {
-				a.Problems = append(a.Problems, Problem{Critical, fmt.Sprintf("%s: member %s is faulty", n, s)})
+			if mdFlag(state, "faulty") {
+				a.Problems = append(a.Problems, Problem{Severity: Critical, Text: fmt.Sprintf("%s: member %s is faulty", n, s)})
 				a.Degraded = true
 			}
 		}
 		if md.Degraded > 0 {
 			a.Degraded = true
-			a.Problems = append(a.Problems, Problem{Critical, fmt.Sprintf("%s: degraded: %d of %d devices missing", n, md.Degraded, md.RaidDisks)})
+			a.Problems = append(a.Problems, Problem{Severity: Critical, Code: lvm.CodeRAIDDegraded, Text: fmt.Sprintf("%s: degraded: %d of %d devices missing", n, md.Degraded, md.RaidDisks)})
 			for i := 0; i < md.Degraded; i++ {
 				a.Members = append(a.Members, Member{Images: []string{fmt.Sprintf("slot%d", md.RaidDisks-md.Degraded+i)}, Missing: true, IntegrityMismatches: -1})
 			}
 		}
 		if md.ArrayState != "" && md.ArrayState != "clean" && md.ArrayState != "active" && md.ArrayState != "active-idle" && md.ArrayState != "write-pending" {
-			a.Problems = append(a.Problems, Problem{Critical, fmt.Sprintf("%s: array_state %s", n, md.ArrayState)})
+			a.Problems = append(a.Problems, Problem{Severity: Critical, Text: fmt.Sprintf("%s: array_state %s", n, md.ArrayState)})
 		}
 		switch md.SyncAction {
 		case "", "idle", "frozen":
@@ -494,14 +480,29 @@ func mdArrays(root string, sb *SysBlock) []Array {
 			a.SyncAction, a.SyncProgress = md.SyncAction, md.SyncProgress
 		default:
 			a.Syncing, a.SyncAction, a.SyncProgress = true, md.SyncAction, md.SyncProgress
-			a.Problems = append(a.Problems, Problem{Warning, fmt.Sprintf("%s: %s in progress, %.1f%% done (skew is not judged meanwhile)", n, md.SyncAction, 100*max(md.SyncProgress, 0))})
+			code := lvm.CodeSyncInProgress
+			if md.SyncAction == "recover" {
+				code = lvm.CodeRebuilding
+			}
+			a.Problems = append(a.Problems, Problem{Severity: Warning, Code: code, Text: fmt.Sprintf("%s: %s in progress, %.1f%% done (skew is not judged meanwhile)", n, md.SyncAction, 100*max(md.SyncProgress, 0))})
 		}
 		if md.MismatchCnt > 0 && md.SyncAction != "check" {
-			a.Problems = append(a.Problems, Problem{Warning, fmt.Sprintf("%s: mismatch_cnt %d after the last check", n, md.MismatchCnt)})
+			a.Problems = append(a.Problems, Problem{Severity: Warning, Code: lvm.CodeRAIDMismatches, Text: fmt.Sprintf("%s: mismatch_cnt %d after the last check", n, md.MismatchCnt)})
 		}
 		out = append(out, a)
 	}
 	return out
+}
+
+// mdFlag reports whether an md member's state (a comma-separated list of
+// flags in /sys/block/mdX/md/dev-Y/state, e.g. "faulty,write_error") has flag.
+func mdFlag(state, flag string) bool {
+	for _, f := range strings.Split(state, ",") {
+		if strings.TrimSpace(f) == flag {
+			return true
+		}
+	}
+	return false
 }
 
 func orDefault(s, def string) string {
