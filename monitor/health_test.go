@@ -3,14 +3,12 @@ package monitor
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/tbhost/tbhost/internal/execx"
 	"github.com/tbhost/tbhost/lvm"
 )
 
@@ -182,21 +180,6 @@ type failingLVM struct{ err error }
 
 func (f failingLVM) LVs(context.Context, ...string) ([]lvm.LV, error) { return nil, f.err }
 func (f failingLVM) PVs(context.Context, ...string) ([]lvm.PV, error) { return nil, f.err }
-
-func TestLVMNotInstalledFallsBackToSysfs(t *testing.T) {
-	notFound := &execx.CommandError{Argv: []string{"lvm", "lvs"}, ExitCode: -1, Err: exec.ErrNotFound}
-	topo, err := Discover(context.Background(), DiscoverOptions{Root: "testdata/derived/balanced", LVM: failingLVM{notFound}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(topo.Arrays) != 2 || len(topo.Notes) != 1 || !strings.Contains(topo.Notes[0], "lvm is not installed") {
-		t.Errorf("arrays %d notes %q", len(topo.Arrays), topo.Notes)
-	}
-	r := Evaluate(topo.Arrays, nil, DefaultThresholds())
-	if r.Status != Unknown {
-		t.Errorf("no samples: %s", r.Status)
-	}
-}
 
 // lvm2 2.03.16 refuses degraded activation of raid with integrity: a missing
 // disk at boot leaves the LV inactive and partial (as in the lab's capture).

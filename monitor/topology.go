@@ -12,6 +12,7 @@ package monitor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -128,7 +129,14 @@ type Topology struct {
 	Notes  []string
 }
 
-// Discover finds the arrays and resolves each down to its disks.
+// ErrLVMUnreadable: LVM's report could not be read (lvm failed, is missing
+// while LVM arrays exist, or its JSON does not parse): their health is not
+// known, and monitor check says UNKNOWN, never OK.
+var ErrLVMUnreadable = errors.New("cannot read LVM health")
+
+// Discover finds the arrays and resolves each down to its disks. An LVM
+// report that cannot be read is an error wrapping ErrLVMUnreadable, unless
+// there is no lvm binary and no LVM array in /sys/block (a host without LVM).
 func Discover(ctx context.Context, o DiscoverOptions) (Topology, error) {
 	root := o.Root
 	if root == "" {
@@ -144,21 +152,27 @@ func Discover(ctx context.Context, o DiscoverOptions) (Topology, error) {
 	haveLVM := false
 	if o.LVM != nil {
 		lvs, err = o.LVM.LVs(ctx)
-		if err != nil {
-			if execx.NotFound(err) {
-				t.Notes = append(t.Notes, "lvm is not installed: LVM arrays found from /sys/block alone, without health or sync state")
-			} else {
-				t.Notes = append(t.Notes, fmt.Sprintf("LVM report unavailable (%v): arrays found from /sys/block alone, without health or sync state", err))
-			}
-		} else {
+		switch {
+		case err == nil:
 			haveLVM = true
 			if pvs, err = o.LVM.PVs(ctx); err != nil {
 				t.Notes = append(t.Notes, fmt.Sprintf("pvs failed (%v): unused PVs of a VG are not checked", err))
 			}
+		case execx.NotFound(err):
+			// No lvm binary. Without LVM arrays that is a host without
+			// LVM; with them, their health cannot be seen.
+			if seen := sysfsLVMArrays(root, sb); len(seen) > 0 {
+				return t, fmt.Errorf("%w: lvm is not installed, but /sys/block shows LVM RAID LVs (%s): install lvm2 so their health can be read",
+					ErrLVMUnreadable, strings.Join(arrayNames(seen), ", "))
+			}
+			t.Notes = append(t.Notes, "lvm is not installed and /sys/block shows no LVM RAID LV")
+		default:
+			return t, fmt.Errorf("%w: %w", ErrLVMUnreadable, err)
 		}
 	}
 	if haveLVM {
 		t.Arrays = append(t.Arrays, lvmArrays(root, sb, lvs, pvs)...)
+		t.Arrays = append(t.Arrays, unreportedLVMArrays(root, sb, t.Arrays)...)
 	} else {
 		t.Arrays = append(t.Arrays, sysfsLVMArrays(root, sb)...)
 	}
@@ -364,6 +378,35 @@ func integrityMismatches(all []lvm.LV, lv lvm.LV) []Problem {
 		}
 	}
 	return p
+}
+
+// unreportedLVMArrays are the LVM RAID LVs /sys/block shows that LVM's
+// report does not list (a filtered or foreign VG, a stale or edited
+// snapshot): found from sysfs, with an UNKNOWN finding since their health
+// cannot be read.
+func unreportedLVMArrays(root string, sb *SysBlock, reported []Array) []Array {
+	known := map[string]bool{}
+	for _, a := range reported {
+		known[a.Name] = true
+	}
+	var out []Array
+	for _, a := range sysfsLVMArrays(root, sb) {
+		if known[a.Name] {
+			continue
+		}
+		a.Problems = append(a.Problems, Problem{Severity: Unknown, Code: lvm.CodeLVMUnreadable,
+			Text: fmt.Sprintf("%s: device-mapper RAID device %s is not in LVM's report: its health cannot be read (lvs -a %s)", a.Name, a.Device, strings.SplitN(a.Name, "/", 2)[0])})
+		out = append(out, a)
+	}
+	return out
+}
+
+func arrayNames(as []Array) []string {
+	var out []string
+	for _, a := range as {
+		out = append(out, a.Name)
+	}
+	return out
 }
 
 // pvKernelName maps a PV path (/dev/sda, /dev/sda1, /dev/mapper/x) to a kernel name.
