@@ -13,6 +13,7 @@ import (
 
 	"github.com/tbhost/tbhost/internal/clock"
 	"github.com/tbhost/tbhost/internal/execx"
+	"github.com/tbhost/tbhost/lvm"
 )
 
 // Prompter asks the user for a typed confirmation.
@@ -374,55 +375,32 @@ func (r *run) finish(ctx context.Context) {
 	r.save()
 }
 
-// nagiosRank orders statuses like monitoring-plugins' max_state_alt:
-// OK < UNKNOWN < WARNING < CRITICAL.
-func nagiosRank(s string) int {
-	switch s {
-	case StatusOK:
-		return 0
-	case StatusUnknown:
-		return 1
-	case StatusWarning:
-		return 2
-	case StatusCritical:
-		return 3
+// severity reads a status name as lvm.Severity; anything else is UNKNOWN.
+func severity(s string) lvm.Severity {
+	sev, ok := lvm.ParseSeverity(s)
+	if !ok || sev.String() != s {
+		return lvm.Unknown
 	}
-	return 1
+	return sev
 }
 
+// worseNagios is the worse of two statuses like monitoring-plugins'
+// max_state_alt: OK < UNKNOWN < WARNING < CRITICAL.
 func worseNagios(a, b string) string {
-	if nagiosRank(b) > nagiosRank(a) {
+	if severity(b).Rank() > severity(a).Rank() {
 		return b
 	}
 	return a
 }
 
-func nagiosCode(s string) int {
-	switch s {
-	case StatusOK:
-		return 0
-	case StatusWarning:
-		return 1
-	case StatusCritical:
-		return 2
-	}
-	return 3
-}
+func nagiosCode(s string) int { return severity(s).ExitCode() }
 
 // nagiosOf maps a step's exit code to a Nagios status.
 func nagiosOf(s Step, code int) string {
 	if st, ok := s.ExitStatus[code]; ok {
 		return st
 	}
-	switch code {
-	case 0:
-		return StatusOK
-	case 1:
-		return StatusWarning
-	case 2:
-		return StatusCritical
-	}
-	return StatusUnknown
+	return lvm.SeverityOfExitCode(code).String()
 }
 
 func (r *run) header(i int, format string, a ...any) {

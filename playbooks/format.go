@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/tbhost/tbhost/lvm"
 )
 
 // Pos is a position in a playbook file (1-based line and column).
@@ -61,7 +63,9 @@ type Confirm struct {
 	Pos    Pos
 }
 
-// Status names of the Nagios convention.
+// Status names of the Nagios convention: the names of lvm.Severity, the
+// module's one status type (a test keeps them equal); the engine ranks and
+// maps them through it.
 const (
 	StatusOK       = "OK"
 	StatusWarning  = "WARNING"
@@ -490,11 +494,9 @@ func (d *decoder) step(n *yaml.Node) Step {
 			for i := 0; i+1 < len(v.Content); i += 2 {
 				var code int
 				d.integer(v.Content[i], "exit_status code", &code)
-				st := strings.ToUpper(v.Content[i+1].Value)
-				switch st {
-				case StatusOK, StatusWarning, StatusCritical, StatusUnknown:
-					s.ExitStatus[code] = st
-				default:
+				if sev, ok := lvm.ParseSeverity(v.Content[i+1].Value); ok {
+					s.ExitStatus[code] = sev.String()
+				} else {
 					d.fail(v.Content[i+1], "exit_status value must be OK, WARNING, CRITICAL or UNKNOWN, not %q", v.Content[i+1].Value)
 				}
 			}

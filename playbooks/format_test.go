@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/tbhost/tbhost/lvm"
 )
 
 func mustParse(t *testing.T, src string) *Playbook {
@@ -157,5 +159,14 @@ func TestEmbeddedPlaybooksParse(t *testing.T) {
 	}
 	if _, err := Embedded("nope"); err == nil || !strings.Contains(err.Error(), "provision-host") {
 		t.Errorf("unknown embedded playbook: %v (must list the built-in ones)", err)
+	}
+}
+
+// The playbooks' status names are lvm.Severity's, the module's one Nagios type.
+func TestStatusNamesAreLVMSeverities(t *testing.T) {
+	for name, sev := range map[string]lvm.Severity{StatusOK: lvm.OK, StatusWarning: lvm.Warning, StatusCritical: lvm.Critical, StatusUnknown: lvm.Unknown} {
+		if sev.String() != name || nagiosCode(name) != int(sev) {
+			t.Errorf("%s: lvm says %s, exit code %d", name, sev, nagiosCode(name))
+		}
 	}
 }

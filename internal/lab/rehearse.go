@@ -348,8 +348,6 @@ type RehearseReport struct {
 	Duration      string             `json:"duration,omitempty"`
 }
 
-var nagios = map[int]string{0: "OK", 1: "WARNING", 2: "CRITICAL", 3: "UNKNOWN"}
-
 // Report judges a rehearsal's step results.
 func (r *Rehearsal) Report(steps map[string]StepResult) *RehearseReport {
 	rep := &RehearseReport{Scales: r.Scales, Devices: r.Devices, Notes: r.Notes}
@@ -428,9 +426,9 @@ func (r *Rehearsal) Report(steps map[string]StepResult) *RehearseReport {
 		rep.Arrays = append(rep.Arrays, c)
 	}
 	mon := steps["monitor"]
-	rep.MonitorStatus = nagios[mon.ExitCode]
-	if rep.MonitorStatus == "" {
-		rep.MonitorStatus = fmt.Sprintf("exit %d", mon.ExitCode)
+	rep.MonitorStatus = fmt.Sprintf("exit %d", mon.ExitCode)
+	if mon.ExitCode >= 0 && mon.ExitCode <= int(lvm.Unknown) {
+		rep.MonitorStatus = lvm.Severity(mon.ExitCode).String()
 	}
 	var mj monitor.CheckJSON
 	if json.Unmarshal(mon.Outputs["monitor.json"], &mj) == nil {
