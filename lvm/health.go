@@ -248,6 +248,10 @@ var healthCodes = map[string]struct {
 	"unknown":            {CodeHealthUnknown, Warning},
 }
 
+// attrHealthCodes are the other health characters of lv_attr (char 9) that
+// lvs(8) documents; anything else is health-unrecognized.
+var attrHealthCodes = map[byte]Code{'w': CodeWritemostly, 'X': CodeHealthUnknown, 'F': CodeLVFailed, 'M': CodeMetadataReadOnly}
+
 // Findings judges the LV's own health fields: lv_health_status, the health
 // character of lv_attr, integrity mismatches and raid mismatches, in that
 // order. Empty means healthy. A sync in progress is not judged here (see
@@ -283,8 +287,11 @@ func (lv LV) Findings() []Finding {
 		case 'm':
 			f.Code, f.Severity = CodeMismatchesExist, Warning
 			f.Text = fmt.Sprintf("%s: attr %s: mismatches exist", name, lv.Attr)
-		default:
-			f.Code, f.Severity = CodeHealthUnrecognized, Warning
+		default: // lvs(8): (w)ritemostly, (X) unknown; thin: (F)ailed, (M)etadata read only
+			f.Code, f.Severity = attrHealthCodes[c], Warning
+			if f.Code == "" {
+				f.Code = CodeHealthUnrecognized
+			}
 			f.Text = fmt.Sprintf("%s: attr %s: volume health %q", name, lv.Attr, string(c))
 		}
 		if f.Code != "" {

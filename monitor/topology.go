@@ -353,7 +353,7 @@ func lvHealth(name string, lv lvm.LV, fs []lvm.Finding) []Problem {
 			said[f.Code] = true
 		case f.Field == "lv_attr" && !partial && f.Code != lvm.CodeLVInactive:
 			switch {
-			case said[f.Code] && f.Code != lvm.CodeHealthUnrecognized:
+			case said[f.Code] && (f.Code == lvm.CodeRefreshNeeded || f.Code == lvm.CodeMismatchesExist):
 			case f.Code == lvm.CodeRefreshNeeded:
 				add(f, fmt.Sprintf("%s: lv_attr %s: refresh needed", name, lv.Attr))
 			case f.Code == lvm.CodeMismatchesExist:
