@@ -318,11 +318,13 @@ func (lv LV) Active() bool { return len(lv.Attr) < 5 || lv.Attr[4] == 'a' }
 // OnMissingPV reports whether the LV's extents lie, through its sub-LVs, on
 // a PV LVM cannot find (the devices column says "[unknown]").
 func OnMissingPV(all []LV, lv LV) bool {
+	visited := map[string]bool{} // each sub-LV once: a crafted report may reference one many times
 	var walk func(LV, int) bool
 	walk = func(l LV, depth int) bool {
-		if depth > 16 {
+		if depth > 16 || visited[l.Name] {
 			return false
 		}
+		visited[l.Name] = true
 		for _, s := range l.Segments {
 			for _, e := range s.Devices {
 				if e.Name == "[unknown]" {

@@ -146,6 +146,11 @@ func (c Client) PVs(ctx context.Context, names ...string) ([]PV, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ParsePVRows(rows), nil
+}
+
+// ParsePVRows turns pvs rows into PVs, in report order.
+func ParsePVRows(rows []map[string]string) []PV {
 	out := make([]PV, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, PV{
@@ -155,7 +160,7 @@ func (c Client) PVs(ctx context.Context, names ...string) ([]PV, error) {
 			DevSize: atoi64(r["dev_size"]), Attr: r["pv_attr"],
 		})
 	}
-	return out, nil
+	return out
 }
 
 // VGs reports volume groups.
@@ -164,6 +169,11 @@ func (c Client) VGs(ctx context.Context, names ...string) ([]VG, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ParseVGRows(rows), nil
+}
+
+// ParseVGRows turns vgs rows into VGs, in report order.
+func ParseVGRows(rows []map[string]string) []VG {
 	out := make([]VG, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, VG{
@@ -173,7 +183,7 @@ func (c Client) VGs(ctx context.Context, names ...string) ([]VG, error) {
 			LVCount: int(atoi64(r["lv_count"])), Attr: r["vg_attr"],
 		})
 	}
-	return out, nil
+	return out
 }
 
 // LVsArgv is the command line Client.LVs runs for names: other packages'
@@ -350,11 +360,13 @@ func Find(all []LV, vg, name string) (LV, bool) {
 func PhysicalDevices(all []LV, lv LV) []string {
 	var out []string
 	seen := map[string]bool{}
+	visited := map[string]bool{} // each sub-LV once: a crafted report may reference one many times
 	var walk func(LV, int)
 	walk = func(l LV, depth int) {
-		if depth > 16 {
+		if depth > 16 || visited[l.Name] {
 			return
 		}
+		visited[l.Name] = true
 		for _, s := range l.Segments {
 			for _, e := range s.Devices {
 				if e.IsDevice() {
