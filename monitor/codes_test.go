@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/tbhost/tbhost/lvm"
@@ -35,5 +36,13 @@ func TestProblemsCarryCodes(t *testing.T) {
 		if !r.Arrays[0].Degraded != (c.root == caps+"raid5-no-stripes") {
 			t.Errorf("%s: degraded %v", c.root, r.Arrays[0].Degraded)
 		}
+	}
+}
+
+// topology --json keeps Severity a number, as before the one status type.
+func TestProblemJSONKeepsSeverityNumber(t *testing.T) {
+	b, err := json.Marshal(Problem{Severity: Critical, Text: "x", Code: lvm.CodeImageMissing})
+	if err != nil || string(b) != `{"Severity":2,"Text":"x","Code":"image-missing"}` {
+		t.Errorf("%s %v", b, err)
 	}
 }

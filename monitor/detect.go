@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -32,6 +33,16 @@ type Problem struct {
 	// Code says what it is (lvm's finding codes); "" for md findings
 	// that have none yet. Decide on it, never on Text.
 	Code lvm.Code
+}
+
+// MarshalJSON keeps the shape `monitor topology --json` always had
+// (Severity as its exit code number), with the code added.
+func (p Problem) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Severity int
+		Text     string
+		Code     lvm.Code `json:",omitempty"`
+	}{int(p.Severity), p.Text, p.Code})
 }
 
 // Thresholds tune the skew detector.
