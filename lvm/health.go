@@ -173,6 +173,10 @@ const (
 	CodeMemberIdle   Code = "member-idle"
 	CodeMemberSkewed Code = "member-skewed"
 	CodeMemberGone   Code = "member-gone"
+	// CodeMemberFaulty: an md member marked faulty (md's dev-*/state).
+	CodeMemberFaulty Code = "member-faulty"
+	// CodeArrayState: an md array_state that is not clean or active.
+	CodeArrayState Code = "array-state"
 	// CodeNoTraffic: too little traffic to judge skew (monitor --no-traffic).
 	CodeNoTraffic Code = "no-traffic"
 	// CodeNoSamples: fewer than two samples, no rates.

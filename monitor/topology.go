@@ -503,7 +503,7 @@ func mdArrays(root string, sb *SysBlock) []Array {
 				a.Members = append(a.Members, Member{Disk: leaf, ID: StableID(root, sb.Disk(leaf)), Images: []string{s}, IntegrityMismatches: -1})
 			}
 			if mdFlag(state, "faulty") {
-				a.Problems = append(a.Problems, Problem{Severity: Critical, Text: fmt.Sprintf("%s: member %s is faulty", n, s)})
+				a.Problems = append(a.Problems, Problem{Severity: Critical, Code: lvm.CodeMemberFaulty, Text: fmt.Sprintf("%s: member %s is faulty", n, s)})
 				a.Degraded = true
 			}
 		}
@@ -515,7 +515,7 @@ func mdArrays(root string, sb *SysBlock) []Array {
 			}
 		}
 		if md.ArrayState != "" && md.ArrayState != "clean" && md.ArrayState != "active" && md.ArrayState != "active-idle" && md.ArrayState != "write-pending" {
-			a.Problems = append(a.Problems, Problem{Severity: Critical, Text: fmt.Sprintf("%s: array_state %s", n, md.ArrayState)})
+			a.Problems = append(a.Problems, Problem{Severity: Critical, Code: lvm.CodeArrayState, Text: fmt.Sprintf("%s: array_state %s", n, md.ArrayState)})
 		}
 		switch md.SyncAction {
 		case "", "idle", "frozen":
