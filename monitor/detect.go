@@ -30,8 +30,8 @@ func Worse(a, b Severity) Severity { return lvm.Worse(a, b) }
 type Problem struct {
 	Severity Severity
 	Text     string
-	// Code says what it is (lvm's finding codes); "" for md findings
-	// that have none yet. Decide on it, never on Text.
+	// Code says what it is (lvm's finding codes, for md arrays too).
+	// Decide on it, never on Text.
 	Code lvm.Code
 }
 
