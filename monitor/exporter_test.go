@@ -40,7 +40,7 @@ func stepAll(t *testing.T, e *Exporter, n int) {
 }
 
 func TestExporterMisbuilt(t *testing.T) {
-	e := &Exporter{Env: Env{Root: "testdata/derived/misbuilt"}, Interval: 5 * time.Second, TopologyEvery: time.Minute, Thresholds: DefaultThresholds()}
+	e := &Exporter{Env: Env{Root: derived(t, "misbuilt")}, Interval: 5 * time.Second, TopologyEvery: time.Minute, Thresholds: DefaultThresholds()}
 	stepAll(t, e, 2)
 	out := scrape(t, e)
 	for _, want := range []string{
@@ -58,7 +58,7 @@ func TestExporterMisbuilt(t *testing.T) {
 }
 
 func TestExporterMissingAndBalanced(t *testing.T) {
-	e := &Exporter{Env: Env{Root: "testdata/derived/missing"}, Interval: 5 * time.Second, TopologyEvery: time.Minute, Thresholds: DefaultThresholds()}
+	e := &Exporter{Env: Env{Root: derived(t, "missing")}, Interval: 5 * time.Second, TopologyEvery: time.Minute, Thresholds: DefaultThresholds()}
 	stepAll(t, e, 2)
 	out := scrape(t, e)
 	for _, want := range []string{
@@ -78,7 +78,7 @@ func TestExporterMissingAndBalanced(t *testing.T) {
 }
 
 func TestExporterBeforeSecondSample(t *testing.T) {
-	e := &Exporter{Env: Env{Root: "testdata/derived/balanced"}, Interval: 5 * time.Second, TopologyEvery: time.Minute, Thresholds: DefaultThresholds()}
+	e := &Exporter{Env: Env{Root: derived(t, "balanced")}, Interval: 5 * time.Second, TopologyEvery: time.Minute, Thresholds: DefaultThresholds()}
 	stepAll(t, e, 1)
 	out := scrape(t, e)
 	if strings.Contains(out, "tbhost_array_member_skew_ratio{") || !strings.Contains(out, "tbhost_array_member_reads_total{") {
@@ -88,7 +88,7 @@ func TestExporterBeforeSecondSample(t *testing.T) {
 }
 
 func TestServeLoopback(t *testing.T) {
-	e := &Exporter{Env: Env{Root: "testdata/derived/balanced"}, Interval: time.Millisecond, TopologyEvery: time.Minute, Thresholds: DefaultThresholds()}
+	e := &Exporter{Env: Env{Root: derived(t, "balanced")}, Interval: time.Millisecond, TopologyEvery: time.Minute, Thresholds: DefaultThresholds()}
 	srv, err := NewServer("127.0.0.1:0", e)
 	if err != nil {
 		t.Fatal(err)
@@ -132,8 +132,8 @@ func promtoolCheckMetrics(t *testing.T, text string) {
 }
 
 func TestTextfilePassesPromtool(t *testing.T) {
-	topo := discover(t, "testdata/derived/misbuilt")
-	src, _ := NewReplaySource("testdata/derived/misbuilt", time.Unix(0, 0), 5*time.Second)
+	topo := discover(t, derived(t, "misbuilt"))
+	src, _ := NewReplaySource(derived(t, "misbuilt"), time.Unix(0, 0), 5*time.Second)
 	samples, _ := Collect(context.Background(), src, noSleep{}, 5*time.Second, 10)
 	r := Evaluate(topo.Arrays, samples, DefaultThresholds())
 	f := t.TempDir() + "/x.prom"
@@ -151,7 +151,7 @@ func readFile(p string) (string, error) {
 
 func TestWatchTerminalRedraws(t *testing.T) {
 	var out strings.Builder
-	err := Watch(context.Background(), Env{Root: "testdata/derived/misbuilt"}, &out, WatchOptions{
+	err := Watch(context.Background(), Env{Root: derived(t, "misbuilt")}, &out, WatchOptions{
 		Interval: 5 * time.Second, Count: 1, Terminal: true, Thresholds: DefaultThresholds(),
 	})
 	if err != nil {
@@ -167,7 +167,7 @@ func TestWatchStopsOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var out strings.Builder
-	err := Watch(ctx, Env{Root: "testdata/derived/balanced"}, &out, WatchOptions{Interval: time.Second, Thresholds: DefaultThresholds()})
+	err := Watch(ctx, Env{Root: derived(t, "balanced")}, &out, WatchOptions{Interval: time.Second, Thresholds: DefaultThresholds()})
 	if err == nil || !strings.Contains(err.Error(), "canceled") || out.Len() != 0 {
 		t.Errorf("cancelled before the first sample: err %v, out %q", err, out.String())
 	}
