@@ -85,6 +85,7 @@ func TestCapturedBalancedIsOK(t *testing.T) {
 }
 
 func TestCapturedExporterPassesPromtool(t *testing.T) {
+	needPromtool(t)
 	for _, tree := range []string{"raid5-no-stripes", "raid5-integrity-stripes5"} {
 		e := &Exporter{Env: Env{Root: captured(t, tree)}, Interval: 5e9, TopologyEvery: 6e10, Thresholds: DefaultThresholds()}
 		stepAll(t, e, 2)
