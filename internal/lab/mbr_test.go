@@ -14,7 +14,7 @@ func TestWriteMBR(t *testing.T) {
 		img := filepath.Join(t.TempDir(), "n.img")
 		sizes := []int64{4 << 20, 4 << 20, 4 << 20, 40 << 20}
 		os.WriteFile(img, nil, 0o644)
-		os.Truncate(img, partitionedSize(sizes))
+		os.Truncate(img, PartitionedSize(sizes))
 		if err := writeMBR(img, lbs, sizes); err != nil {
 			t.Fatal(err)
 		}

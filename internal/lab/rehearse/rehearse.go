@@ -1,4 +1,4 @@
-package lab
+package rehearse
 
 import (
 	"encoding/json"
@@ -10,12 +10,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tbhost/tbhost/internal/lab"
 	"github.com/tbhost/tbhost/lvm"
 	"github.com/tbhost/tbhost/monitor"
 )
 
-// RehearseOptions shape a rehearsal.
-type RehearseOptions struct {
+// Options shape a rehearsal.
+type Options struct {
 	// HDDSizeMiB and NVMeSizeMiB are the virtual size of the largest
 	// planned device of each role; the others keep their ratio to it.
 	HDDSizeMiB, NVMeSizeMiB int64
@@ -23,8 +24,8 @@ type RehearseOptions struct {
 	MonitorFor time.Duration
 }
 
-// RehearsedDevice maps one planned device to its virtual stand-in.
-type RehearsedDevice struct {
+// Device maps one planned device to its virtual stand-in.
+type Device struct {
 	PlanID    string `json:"plan_id"`
 	Role      string `json:"role"`
 	Kind      string `json:"kind"` // disk or part
@@ -48,10 +49,10 @@ type Scale struct {
 // Rehearsal is a plan turned into virtual disks and guest steps.
 type Rehearsal struct {
 	Plan    *lvm.Plan
-	Disks   []Disk
-	Devices []RehearsedDevice
+	Disks   []lab.Disk
+	Devices []Device
 	Scales  []Scale
-	Steps   []Step
+	Steps   []lab.Step
 	Notes   []string
 }
 
@@ -62,12 +63,12 @@ const (
 
 var unsafeSerial = regexp.MustCompile(`[^A-Za-z0-9_-]`)
 
-// NewRehearsal builds virtual disks shaped like the plan's devices (same
+// New builds virtual disks shaped like the plan's devices (same
 // count, role, block sizes, serials and WWNs; sizes scaled down per role)
 // and the steps that re-plan the same arrays for them inside the guest,
 // apply, apply again (must change nothing), check status and run the
 // monitor under a read load.
-func NewRehearsal(p *lvm.Plan, opts RehearseOptions) (*Rehearsal, error) {
+func New(p *lvm.Plan, opts Options) (*Rehearsal, error) {
 	if opts.HDDSizeMiB == 0 {
 		opts.HDDSizeMiB = 256
 	}
@@ -112,9 +113,9 @@ func NewRehearsal(p *lvm.Plan, opts RehearseOptions) (*Rehearsal, error) {
 	byserial := map[string]*partDisk{}
 	n := map[string]int{}
 	for _, d := range p.Devices {
-		kind := HDD
+		kind := lab.HDD
 		if d.Role == "nvme" {
-			kind = NVMe
+			kind = lab.NVMe
 		}
 		mib := int64(math.Floor(float64(d.Size) / factor[d.Role] / (1 << 20)))
 		if mib < minPartitionMiB {
@@ -127,7 +128,7 @@ func NewRehearsal(p *lvm.Plan, opts RehearseOptions) (*Rehearsal, error) {
 		if len(serial) > 20 {
 			serial = serial[len(serial)-20:]
 		}
-		rd := RehearsedDevice{PlanID: d.ID, Role: d.Role, Kind: d.Kind, Serial: serial, RealSize: d.Size, LabSize: mib << 20}
+		rd := Device{PlanID: d.ID, Role: d.Role, Kind: d.Kind, Serial: serial, RealSize: d.Size, LabSize: mib << 20}
 		if d.Kind == "part" {
 			if d.Partition < 1 || d.Partition > 4 {
 				return nil, fmt.Errorf("plan device %s: partition %d: the lab makes DOS partitions 1-4 only", d.ID, d.Partition)
@@ -145,7 +146,7 @@ func NewRehearsal(p *lvm.Plan, opts RehearseOptions) (*Rehearsal, error) {
 			pd.parts[d.Partition] = mib
 			rd.Disk, rd.Partition = r.Disks[pd.idx].Name, d.Partition
 			rd.Guest = fmt.Sprintf("/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_%s-part%d", serial, d.Partition)
-			if kind == HDD {
+			if kind == lab.HDD {
 				rd.Guest = fmt.Sprintf("/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_%s-part%d", serial, d.Partition)
 			}
 		} else {
@@ -155,7 +156,7 @@ func NewRehearsal(p *lvm.Plan, opts RehearseOptions) (*Rehearsal, error) {
 			r.Disks = append(r.Disks, disk)
 			rd.Disk = disk.Name
 			rd.Guest = "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_" + serial
-			if kind == HDD {
+			if kind == lab.HDD {
 				rd.Guest = "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_" + serial
 				if disk.WWN != 0 {
 					rd.Guest = fmt.Sprintf("/dev/disk/by-id/wwn-0x%x", disk.WWN)
@@ -181,7 +182,7 @@ func NewRehearsal(p *lvm.Plan, opts RehearseOptions) (*Rehearsal, error) {
 		}
 		d := &r.Disks[pd.idx]
 		d.PartitionsMiB = sizes
-		d.SizeMiB = partitionedSize(mibs(sizes)) >> 20
+		d.SizeMiB = lab.PartitionedSize(mibs(sizes)) >> 20
 	}
 	steps, notes, err := rehearseSteps(p, r.Devices, opts)
 	if err != nil {
@@ -199,8 +200,8 @@ func mibs(m []int64) []int64 {
 	return out
 }
 
-func labDisk(kind DiskKind, i int, serial string, d lvm.PlanDevice) Disk {
-	disk := Disk{Name: fmt.Sprintf("%s%d", kind, i), Kind: kind, Serial: serial,
+func labDisk(kind lab.DiskKind, i int, serial string, d lvm.PlanDevice) lab.Disk {
+	disk := lab.Disk{Name: fmt.Sprintf("%s%d", kind, i), Kind: kind, Serial: serial,
 		LogicalBlockSize: int(d.LogicalBlockSize), PhysicalBlockSize: int(d.PhysicalBlockSize)}
 	if disk.LogicalBlockSize == 0 {
 		disk.LogicalBlockSize = 512
@@ -208,7 +209,7 @@ func labDisk(kind DiskKind, i int, serial string, d lvm.PlanDevice) Disk {
 	if disk.PhysicalBlockSize < disk.LogicalBlockSize {
 		disk.PhysicalBlockSize = disk.LogicalBlockSize
 	}
-	if kind == HDD {
+	if kind == lab.HDD {
 		if w, err := strconv.ParseUint(strings.TrimPrefix(d.WWN, "0x"), 16, 64); err == nil && strings.HasPrefix(d.WWN, "0x") {
 			disk.WWN = w
 		}
@@ -218,7 +219,7 @@ func labDisk(kind DiskKind, i int, serial string, d lvm.PlanDevice) Disk {
 
 // rehearseSteps are the guest steps: the plan's choices become tbhost lvm
 // plan flags for the virtual devices.
-func rehearseSteps(p *lvm.Plan, devs []RehearsedDevice, opts RehearseOptions) ([]Step, []string, error) {
+func rehearseSteps(p *lvm.Plan, devs []Device, opts Options) ([]lab.Step, []string, error) {
 	guest := map[string]string{}
 	for _, d := range devs {
 		guest[d.PlanID] = d.Guest
@@ -275,7 +276,7 @@ func rehearseSteps(p *lvm.Plan, devs []RehearsedDevice, opts RehearseOptions) ([
 		loads += fmt.Sprintf("(while :; do dd if=/dev/%s of=/dev/null bs=1M iflag=direct 2>/dev/null || exit; done) &\n", lv)
 	}
 	secs := int(opts.MonitorFor.Seconds())
-	steps := []Step{
+	steps := []lab.Step{
 		{Name: "plan", StopOnFailure: true, Script: "set -e\n" + planCmd + "\n" +
 			shellJoin(append(args, "--json")) + " > $LAB_OUT/plan.json\ntbhost lvm apply --dry-run " + rehearsePlanPath},
 		{Name: "apply", StopOnFailure: true, Script: "tbhost lvm apply --yes --wait-sync --poll 5s --json " + rehearsePlanPath + " > $LAB_OUT/apply.json"},
@@ -329,11 +330,11 @@ type StepSummary struct {
 	ExitCode int    `json:"exit_code"`
 }
 
-// RehearseReport is what `tbhost lab rehearse` reports.
-type RehearseReport struct {
+// Report is what `tbhost lab rehearse` reports.
+type Report struct {
 	Plan          string             `json:"plan"`
 	Scales        []Scale            `json:"scales"`
-	Devices       []RehearsedDevice  `json:"devices"`
+	Devices       []Device           `json:"devices"`
 	Steps         []StepSummary      `json:"steps"`
 	Arrays        []ArrayComparison  `json:"arrays"`
 	ReapplyNoop   bool               `json:"reapply_changed_nothing"`
@@ -351,8 +352,8 @@ type RehearseReport struct {
 var nagios = map[int]string{0: "OK", 1: "WARNING", 2: "CRITICAL", 3: "UNKNOWN"}
 
 // Report judges a rehearsal's step results.
-func (r *Rehearsal) Report(steps map[string]StepResult) *RehearseReport {
-	rep := &RehearseReport{Scales: r.Scales, Devices: r.Devices, Notes: r.Notes}
+func (r *Rehearsal) Report(steps map[string]lab.StepResult) *Report {
+	rep := &Report{Scales: r.Scales, Devices: r.Devices, Notes: r.Notes}
 	for _, s := range r.Steps {
 		res := steps[s.Name]
 		rep.Steps = append(rep.Steps, StepSummary{Name: s.Name, ExitCode: res.ExitCode})
@@ -361,7 +362,7 @@ func (r *Rehearsal) Report(steps map[string]StepResult) *RehearseReport {
 			if res.ExitCode == -1 {
 				msg = fmt.Sprintf("step %s did not run", s.Name)
 			}
-			if tail := lastLines(res.Log, 6); tail != "" && res.ExitCode > 0 {
+			if tail := res.LogTail(6); tail != "" && res.ExitCode > 0 {
 				msg += ":\n" + tail
 			}
 			rep.Problems = append(rep.Problems, msg)
@@ -458,12 +459,4 @@ func (r *Rehearsal) Report(steps map[string]StepResult) *RehearseReport {
 	sort.Strings(rep.Notes)
 	rep.OK = len(rep.Problems) == 0
 	return rep
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.TrimSpace(strings.Join(lines, "\n"))
 }

@@ -1,4 +1,4 @@
-package lab
+package rehearse
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tbhost/tbhost/internal/lab"
 	"github.com/tbhost/tbhost/lvm"
 )
 
@@ -26,13 +27,13 @@ func examplePlan(t *testing.T) *lvm.Plan {
 
 func TestRehearsalShapesDisksLikeThePlan(t *testing.T) {
 	p := examplePlan(t)
-	r, err := NewRehearsal(p, RehearseOptions{})
+	r, err := New(p, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var hdd, nvme []Disk
+	var hdd, nvme []lab.Disk
 	for _, d := range r.Disks {
-		if d.Kind == HDD {
+		if d.Kind == lab.HDD {
 			hdd = append(hdd, d)
 		} else {
 			nvme = append(nvme, d)
@@ -50,7 +51,7 @@ func TestRehearsalShapesDisksLikeThePlan(t *testing.T) {
 		if len(d.PartitionsMiB) != 4 || d.PartitionsMiB[3] != 128 || d.PartitionsMiB[0] != 4 {
 			t.Errorf("NVMe %s partitions %v: want the planned partition 4 at 128 MiB", d.Name, d.PartitionsMiB)
 		}
-		if d.SizeMiB != partitionedSize(mibs(d.PartitionsMiB))>>20 {
+		if d.SizeMiB != lab.PartitionedSize(mibs(d.PartitionsMiB))>>20 {
 			t.Errorf("NVMe %s size %d", d.Name, d.SizeMiB)
 		}
 	}
@@ -71,7 +72,7 @@ func TestRehearsalShapesDisksLikeThePlan(t *testing.T) {
 
 func TestRehearsalReportJudgesShapes(t *testing.T) {
 	p := examplePlan(t)
-	r, err := NewRehearsal(p, RehearseOptions{})
+	r, err := New(p, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestRehearsalReportJudgesShapes(t *testing.T) {
 		return b
 	}
 	noop, _ := json.Marshal(lvm.ApplyReport{Steps: []lvm.Step{{Action: "skip"}, {Action: "skip"}}, Verified: true})
-	results := map[string]StepResult{
+	results := map[string]lab.StepResult{
 		"plan": {ExitCode: 0}, "apply": {ExitCode: 0}, "lvs": {ExitCode: 0},
 		"reapply": {ExitCode: 0, Outputs: map[string][]byte{"apply.json": noop}},
 		"status":  {ExitCode: 0, Outputs: map[string][]byte{"status.json": status(5)}},
@@ -97,9 +98,9 @@ func TestRehearsalReportJudgesShapes(t *testing.T) {
 	}
 	// a misbuilt array, a reapply that runs something, a CRITICAL monitor
 	ran, _ := json.Marshal(lvm.ApplyReport{Steps: []lvm.Step{{Action: "run", Argv: lvm.Command{"lvm", "lvcreate"}}}})
-	results["status"] = StepResult{Outputs: map[string][]byte{"status.json": status(2)}}
-	results["reapply"] = StepResult{Outputs: map[string][]byte{"apply.json": ran}}
-	results["monitor"] = StepResult{ExitCode: 2}
+	results["status"] = lab.StepResult{Outputs: map[string][]byte{"status.json": status(2)}}
+	results["reapply"] = lab.StepResult{Outputs: map[string][]byte{"apply.json": ran}}
+	results["monitor"] = lab.StepResult{ExitCode: 2}
 	rep = r.Report(results)
 	all := strings.Join(rep.Problems, "\n")
 	for _, want := range []string{"data stripes: planned 5, rehearsed 2", "apply again did run: lvm lvcreate", "CRITICAL"} {
