@@ -1,12 +1,14 @@
 package monitor
 
 import (
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/tbhost/tbhost/internal/fixturetree"
+	"github.com/tbhost/tbhost/monitor/monitortest"
 )
 
 // Real trees captured in the VM lab (lvm2 2.03.16, kernel 6.1) under a read
@@ -20,11 +22,15 @@ func captured(t testing.TB, name string) string {
 	return fixturetree.Dir(t, "../internal/lab/testdata/captures/"+name+".tar.gz")
 }
 
-// derived unpacks one of the derived trees of testdata/derived (see
-// testdata/README.md) and returns its root.
+// derived writes one of the derived trees (monitortest; see
+// testdata/README.md) into a fresh temporary directory and returns its root.
 func derived(t testing.TB, name string) string {
 	t.Helper()
-	return fixturetree.Dir(t, "testdata/derived/"+name+".tar.gz")
+	root := filepath.Join(t.TempDir(), name)
+	if err := monitortest.Write(root, name); err != nil {
+		t.Fatal(err)
+	}
+	return root
 }
 
 func flaggedIDs(r Report, array, flag string) []string {

@@ -8,12 +8,18 @@ import (
 	"testing"
 
 	"github.com/tbhost/tbhost/internal/fixturetree"
+	"github.com/tbhost/tbhost/monitor/monitortest"
 )
 
-// derived unpacks one of monitor's derived trees and returns its root.
+// derived writes one of monitor's derived trees (monitortest) into a fresh
+// temporary directory and returns its root.
 func derived(t *testing.T, name string) string {
 	t.Helper()
-	return fixturetree.Dir(t, "../../monitor/testdata/derived/"+name+".tar.gz")
+	root := filepath.Join(t.TempDir(), name)
+	if err := monitortest.Write(root, name); err != nil {
+		t.Fatal(err)
+	}
+	return root
 }
 
 // captured unpacks one of the lab's committed captures and returns its root.

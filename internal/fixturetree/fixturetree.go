@@ -35,17 +35,6 @@ func Dir(tb testing.TB, archive string) string {
 	return root
 }
 
-// Sub is Dir joined with a path inside the archive (one capture of a set),
-// failing the test if that path is not in the archive.
-func Sub(tb testing.TB, archive, sub string) string {
-	tb.Helper()
-	p := filepath.Join(Dir(tb, archive), filepath.FromSlash(sub))
-	if _, err := os.Lstat(p); err != nil {
-		tb.Fatalf("fixture archive %s has no %s: %v", archive, sub, err)
-	}
-	return p
-}
-
 func trimExt(name string) string {
 	for _, ext := range []string{".tar.gz", ".tgz", ".tar"} {
 		if len(name) > len(ext) && name[len(name)-len(ext):] == ext {
