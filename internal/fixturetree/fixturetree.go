@@ -26,7 +26,7 @@ func Dir(tb testing.TB, archive string) string {
 	tb.Helper()
 	b, err := os.ReadFile(archive)
 	if err != nil {
-		tb.Fatalf("fixture archive %s: %v (committed fixtures must exist; regenerate with the -update flag of the test that writes it)", archive, err)
+		tb.Fatalf("fixture archive %s: %v (a committed fixture must exist: the README next to it says how it is made)", archive, err)
 	}
 	root := filepath.Join(tb.TempDir(), trimExt(filepath.Base(archive)))
 	if err := treearchive.Unpack(b, root); err != nil {
