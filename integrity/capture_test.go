@@ -2,15 +2,24 @@ package integrity
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tbhost/tbhost/internal/fixturetree"
 )
 
 // captureStatus is vg-hdd/tables's status in a real lvm2 2.03.16 report
 // captured in the VM lab (internal/lab/testdata/captures, part of the repo).
 func captureStatus(t *testing.T, name string) ArrayStatus {
 	t.Helper()
-	return tablesStatus(t, lvsFile(t, "../internal/lab/testdata/captures/"+name+"/lvm/lvs.json"))
+	return tablesStatus(t, lvsFile(t, filepath.Join(capture(t, name), "lvm", "lvs.json")))
+}
+
+// capture unpacks one of the lab's committed captures and returns its root.
+func capture(t *testing.T, name string) string {
+	t.Helper()
+	return fixturetree.Dir(t, "../internal/lab/testdata/captures/"+name+".tar.gz")
 }
 
 func TestStatusRealCaptureClean(t *testing.T) {
@@ -42,11 +51,11 @@ func TestStatusRealCaptureMemberDropped(t *testing.T) {
 
 // The lab's /proc/diskstats 5 s apart under an O_DIRECT read of the LV.
 func TestBackoffOnRealCaptureUnderLoad(t *testing.T) {
-	dir := "../internal/lab/testdata/captures/raid5-integrity-stripes5/proc/"
+	dir := filepath.Join(capture(t, "raid5-integrity-stripes5"), "proc")
 	sample := func(n string) map[string]DiskCounters {
-		b, err := os.ReadFile(dir + "diskstats." + n)
+		b, err := os.ReadFile(filepath.Join(dir, "diskstats."+n))
 		if err != nil {
-			t.Skipf("lab capture not present: %v", err)
+			t.Fatalf("committed lab capture: %v", err)
 		}
 		root := t.TempDir()
 		os.MkdirAll(root+"/proc", 0o755)

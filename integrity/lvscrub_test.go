@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tbhost/tbhost/internal/execx"
+	"github.com/tbhost/tbhost/internal/fixturetree"
 	"github.com/tbhost/tbhost/lvm"
 )
 
@@ -234,7 +235,7 @@ func TestSyncCheckRefusesWhileSyncing(t *testing.T) {
 // rwi-aor-p-, health partial): the scrub refuses instead of reading every
 // block of the dead image as an I/O error.
 func TestPlanLVScrubRefusesDegradedArray(t *testing.T) {
-	b, err := os.ReadFile("../internal/lab/testdata/captures/raid5-member-dropped/lvm/lvs.json")
+	b, err := os.ReadFile(filepath.Join(fixturetree.Dir(t, "../internal/lab/testdata/captures/raid5-member-dropped.tar.gz"), "lvm", "lvs.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

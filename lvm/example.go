@@ -7,13 +7,15 @@ import (
 	"os"
 
 	"github.com/tbhost/tbhost/internal/blockdev"
-	"github.com/tbhost/tbhost/internal/blockdev/fixture"
+	"github.com/tbhost/tbhost/internal/treearchive"
 )
 
 // referenceHostTar is a snapshot (`tbhost inventory --snapshot`) of the
 // reference tablebase host: six 5.46 TiB 512e HDDs, two 476 GiB NVMe disks
-// with the OS on md RAID 1 and a free 201 GiB partition each. Its source
-// tree is internal/blockdev/testdata/reference-host.
+// with the OS on md RAID 1 and a free 201 GiB partition each. It is the one
+// committed copy of the reference host: written by the test-fixture builder
+// (internal/blockdev/fixture.ReferenceHost, whose test checks this archive
+// and rewrites it with -update) and read by the tests as a fixture tree.
 //
 //go:embed refhost/reference-host.tar.gz
 var referenceHostTar []byte
@@ -27,7 +29,7 @@ func ReferenceInventory(ctx context.Context) (*blockdev.Inventory, error) {
 		return nil, fmt.Errorf("reference host: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	if err := fixture.Untar(referenceHostTar, dir); err != nil {
+	if err := treearchive.Unpack(referenceHostTar, dir); err != nil {
 		return nil, fmt.Errorf("reference host: %w", err)
 	}
 	inv, err := blockdev.Read(ctx, blockdev.Options{Root: dir})

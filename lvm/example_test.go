@@ -1,35 +1,31 @@
 package lvm
 
 import (
-	"flag"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/tbhost/tbhost/internal/blockdev/fixture"
+	"github.com/tbhost/tbhost/internal/fixturetree"
+	"github.com/tbhost/tbhost/internal/treearchive"
 )
 
-var updateEmbedded = flag.Bool("update", false, "rewrite lvm/refhost/reference-host.tar.gz from internal/blockdev/testdata/reference-host")
-
-const refTree = "../internal/blockdev/testdata/reference-host"
-
-// The embedded archive must be exactly the committed reference-host tree.
+// The embedded archive is the committed reference host (one copy, which
+// internal/blockdev/fixture's TestCommittedTreesAreCurrent checks against
+// the builder), and it unpacks to the tree the tests read.
 func TestEmbeddedReferenceHostMatchesTree(t *testing.T) {
-	if *updateEmbedded {
-		b, err := fixture.Tar(refTree)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join("refhost", "reference-host.tar.gz"), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	dir := t.TempDir()
-	if err := fixture.Untar(referenceHostTar, dir); err != nil {
+	const archive = "refhost/reference-host.tar.gz"
+	committed, err := os.ReadFile(archive)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if d := fixture.DiffTrees(dir, refTree); d != "" {
-		t.Fatalf("embedded reference host differs from %s (go test ./lvm -run Embedded -update): %s", refTree, d)
+	if string(committed) != string(referenceHostTar) {
+		t.Fatalf("the embedded reference host is not %s (rebuild)", archive)
+	}
+	dir := t.TempDir()
+	if err := treearchive.Unpack(referenceHostTar, dir); err != nil {
+		t.Fatal(err)
+	}
+	if d := fixture.DiffTrees(dir, fixturetree.Dir(t, archive)); d != "" {
+		t.Fatalf("embedded reference host differs from %s: %s", archive, d)
 	}
 }

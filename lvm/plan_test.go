@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -15,7 +14,7 @@ import (
 
 func inventory(t *testing.T, tree string) *blockdev.Inventory {
 	t.Helper()
-	inv, err := blockdev.Read(context.Background(), blockdev.Options{Root: filepath.Join("..", "internal", "blockdev", "testdata", tree)})
+	inv, err := blockdev.Read(context.Background(), blockdev.Options{Root: fixtureTree(t, tree)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,13 +10,25 @@ import (
 
 	"github.com/tbhost/tbhost/internal/blockdev"
 	"github.com/tbhost/tbhost/internal/execx"
+	"github.com/tbhost/tbhost/internal/fixturetree"
 )
 
 // Real captures of plan + apply in the VM lab (see testdata/lab-apply-2.03.16/README.md).
 const realLab = "testdata/lab-apply-2.03.16"
 
-func realTree(name string) string {
-	return filepath.Join("..", "internal", "blockdev", "testdata", name)
+// fixtureTree unpacks a committed fixture tree of internal/blockdev (the
+// reference host: the archive this package embeds) and returns its root.
+func fixtureTree(t *testing.T, name string) string {
+	t.Helper()
+	if name == "reference-host" {
+		return fixturetree.Dir(t, filepath.Join("refhost", "reference-host.tar.gz"))
+	}
+	return fixturetree.Dir(t, filepath.Join("..", "internal", "blockdev", "testdata", name+".tar.gz"))
+}
+
+func realTree(t *testing.T, name string) string {
+	t.Helper()
+	return fixtureTree(t, name)
 }
 
 func realRunner(t *testing.T) *execx.Recorded {
@@ -46,7 +58,7 @@ func TestRealLabSnapshotReplansTheSame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv, err := blockdev.Read(context.Background(), blockdev.Options{Root: realTree("lab-guest-real")})
+	inv, err := blockdev.Read(context.Background(), blockdev.Options{Root: realTree(t, "lab-guest-real")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +80,7 @@ func TestRealLabSecondApplyWritesNothing(t *testing.T) {
 	}
 	rec := realRunner(t)
 	a := Applier{Runner: rec, Inventory: func(ctx context.Context) (*blockdev.Inventory, error) {
-		return blockdev.Read(ctx, blockdev.Options{Root: realTree("lab-guest-real-applied")})
+		return blockdev.Read(ctx, blockdev.Options{Root: realTree(t, "lab-guest-real-applied")})
 	}, ProbeLV: func(string) ([]blockdev.Signature, error) { return nil, nil }}
 	for _, dry := range []bool{true, false} {
 		rep, err := a.Apply(context.Background(), p, ApplyOptions{DryRun: dry})
@@ -94,7 +106,7 @@ func TestRealLabSecondApplyWritesNothing(t *testing.T) {
 // A plan for other disks must not take the built machine's PVs: the
 // applied machine's HDDs are PVs of vg-hdd, busy with dm holders.
 func TestRealLabBuiltDisksAreNotPlannedAgain(t *testing.T) {
-	inv, err := blockdev.Read(context.Background(), blockdev.Options{Root: realTree("lab-guest-real-applied")})
+	inv, err := blockdev.Read(context.Background(), blockdev.Options{Root: realTree(t, "lab-guest-real-applied")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +122,7 @@ func TestRealLabStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv, err := blockdev.Read(context.Background(), blockdev.Options{Root: realTree("lab-guest-real-applied")})
+	inv, err := blockdev.Read(context.Background(), blockdev.Options{Root: realTree(t, "lab-guest-real-applied")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +196,7 @@ func TestRealLabPartitionsOfTheSystemDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv, err := blockdev.Read(context.Background(), blockdev.Options{Root: realTree("lab-guest-real-partitions")})
+	inv, err := blockdev.Read(context.Background(), blockdev.Options{Root: realTree(t, "lab-guest-real-partitions")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +212,7 @@ func TestRealLabPartitionsOfTheSystemDisk(t *testing.T) {
 	}
 	refused(t, inv, PlanOptions{NVMes: []string{"nvme0n1", "nvme1n1p2"}}, "nvme0n1 is the system disk (holds /boot on nvme0n1p1)")
 	refused(t, inv, PlanOptions{NVMes: []string{"nvme0n1p1", "nvme1n1p2"}}, "nvme0n1p1 is in use: mounted at /boot")
-	after, err := blockdev.Read(context.Background(), blockdev.Options{Root: realTree("lab-guest-real-partitions-applied")})
+	after, err := blockdev.Read(context.Background(), blockdev.Options{Root: realTree(t, "lab-guest-real-partitions-applied")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,9 +224,9 @@ func TestRealLabPartitionsOfTheSystemDisk(t *testing.T) {
 // A member missing at boot (the lab's capture): lvm2 2.03.16 leaves
 // raid+integrity inactive; status must say so.
 func TestStatusInactiveArray(t *testing.T) {
-	b, err := os.ReadFile("../internal/lab/testdata/captures/raid5-missing-member-boot/lvm/lvs.json")
+	b, err := os.ReadFile(filepath.Join(fixturetree.Dir(t, "../internal/lab/testdata/captures/raid5-missing-member-boot.tar.gz"), "lvm", "lvs.json"))
 	if err != nil {
-		t.Skipf("lab capture not here: %v", err)
+		t.Fatalf("committed lab capture: %v", err)
 	}
 	rec := execx.NewRecorded()
 	rec.On(execx.Reply{Stdout: string(b)}, "lvm", "lvs", "--reportformat", "json", "--units", "b", "--nosuffix", "-o", strings.Join(lvFields, ","), "-a")

@@ -35,7 +35,7 @@ func TestAlertRulesUseExportedMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &Exporter{Env: Env{Root: "testdata/derived/balanced"}, Interval: 1, TopologyEvery: 1, Thresholds: DefaultThresholds()}
+	e := &Exporter{Env: Env{Root: derived(t, "balanced")}, Interval: 1, TopologyEvery: 1, Thresholds: DefaultThresholds()}
 	stepAll(t, e, 2)
 	exported := scrape(t, e)
 	for _, name := range []string{"tbhost_array_member_skew_ratio", "tbhost_array_degraded", "tbhost_array_integrity_mismatches", "tbhost_monitor_last_sample_timestamp_seconds"} {

@@ -1,19 +1,36 @@
 package monitor
 
 import (
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/tbhost/tbhost/internal/fixturetree"
+	"github.com/tbhost/tbhost/monitor/monitortest"
 )
 
 // Real trees captured in the VM lab (lvm2 2.03.16, kernel 6.1) under a read
 // load. The lab's copy is the only one: see
 // ../internal/lab/testdata/captures/README.md for how each was made.
 
-// captured is the path of the lab capture name, relative to this package.
-func captured(name string) string {
-	return "../internal/lab/testdata/captures/" + name
+// captured unpacks the lab capture name (a committed archive) and returns
+// its root.
+func captured(t testing.TB, name string) string {
+	t.Helper()
+	return fixturetree.Dir(t, "../internal/lab/testdata/captures/"+name+".tar.gz")
+}
+
+// derived writes one of the derived trees (monitortest; see
+// testdata/README.md) into a fresh temporary directory and returns its root.
+func derived(t testing.TB, name string) string {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), name)
+	if err := monitortest.Write(root, name); err != nil {
+		t.Fatal(err)
+	}
+	return root
 }
 
 func flaggedIDs(r Report, array, flag string) []string {
@@ -33,7 +50,7 @@ func flaggedIDs(r Report, array, flag string) []string {
 }
 
 func TestCapturedMisbuiltIsCriticalNamingIdleDisks(t *testing.T) {
-	r := checkTree(t, captured("raid5-no-stripes"))
+	r := checkTree(t, captured(t, "raid5-no-stripes"))
 	if r.Status != Critical {
 		t.Fatalf("%s: %s", r.Status, r.Summary)
 	}
@@ -53,7 +70,7 @@ func TestCapturedMisbuiltIsCriticalNamingIdleDisks(t *testing.T) {
 }
 
 func TestCapturedBalancedIsOK(t *testing.T) {
-	r := checkTree(t, captured("raid5-integrity-stripes5"))
+	r := checkTree(t, captured(t, "raid5-integrity-stripes5"))
 	if r.Status != OK {
 		t.Fatalf("%s: %s", r.Status, r.Summary)
 	}
@@ -67,15 +84,16 @@ func TestCapturedBalancedIsOK(t *testing.T) {
 		}
 	}
 	// sysfs alone finds the same disks per image as LVM's report
-	withLVM := discover(t, captured("raid5-integrity-stripes5"))
+	withLVM := discover(t, captured(t, "raid5-integrity-stripes5"))
 	if a := withLVM.Arrays[0]; a.Members[3].Disk != "sdc" || a.Members[3].Images[0] != "tables_rimage_3" {
 		t.Errorf("image 3: %+v (HDD4 is sdc in that boot)", a.Members[3])
 	}
 }
 
 func TestCapturedExporterPassesPromtool(t *testing.T) {
+	needPromtool(t)
 	for _, tree := range []string{"raid5-no-stripes", "raid5-integrity-stripes5"} {
-		e := &Exporter{Env: Env{Root: captured(tree)}, Interval: 5e9, TopologyEvery: 6e10, Thresholds: DefaultThresholds()}
+		e := &Exporter{Env: Env{Root: captured(t, tree)}, Interval: 5e9, TopologyEvery: 6e10, Thresholds: DefaultThresholds()}
 		stepAll(t, e, 2)
 		promtoolCheckMetrics(t, scrape(t, e))
 	}
@@ -84,7 +102,7 @@ func TestCapturedExporterPassesPromtool(t *testing.T) {
 // Booted without HDD3: lvm2 2.03.16 refuses degraded activation of raid with
 // integrity, so the LV is inactive and partial. One saved diskstats, no load.
 func TestCapturedMissingMemberAtBoot(t *testing.T) {
-	r := checkTree(t, captured("raid5-missing-member-boot"), "vg-hdd/tables")
+	r := checkTree(t, captured(t, "raid5-missing-member-boot"), "vg-hdd/tables")
 	if r.Status != Critical {
 		t.Fatalf("%s: %s", r.Status, r.Summary)
 	}
@@ -111,7 +129,7 @@ func TestCapturedMissingMemberAtBoot(t *testing.T) {
 
 // HDD3 dropped while the array ran under load: active, degraded, readable.
 func TestCapturedMemberDroppedWhileRunning(t *testing.T) {
-	r := checkTree(t, captured("raid5-member-dropped"), "vg-hdd/tables")
+	r := checkTree(t, captured(t, "raid5-member-dropped"), "vg-hdd/tables")
 	if r.Status != Critical || !strings.Contains(r.Summary, "tables_rimage_2 has no disk") {
 		t.Fatalf("%s: %s", r.Status, r.Summary)
 	}
@@ -125,7 +143,7 @@ func TestCapturedMemberDroppedWhileRunning(t *testing.T) {
 			t.Errorf("%s flagged %s", m.Disk, m.Flag)
 		}
 	}
-	e := &Exporter{Env: Env{Root: captured("raid5-member-dropped")}, Interval: 5e9, TopologyEvery: 6e10, Thresholds: DefaultThresholds()}
+	e := &Exporter{Env: Env{Root: captured(t, "raid5-member-dropped")}, Interval: 5e9, TopologyEvery: 6e10, Thresholds: DefaultThresholds()}
 	stepAll(t, e, 2)
 	out := scrape(t, e)
 	for _, want := range []string{`tbhost_array_degraded{array="vg-hdd/tables"} 1`, `tbhost_array_member_missing{array="vg-hdd/tables",image="tables_rimage_2"} 1`} {

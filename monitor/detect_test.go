@@ -185,9 +185,9 @@ func TestFixtureTrees(t *testing.T) {
 		status Severity
 		want   []string
 	}{
-		{"testdata/derived/balanced", OK, []string{"vg-hdd/tables balanced (6 disks", "vg-nvme/prefix skew not judged: too little traffic"}},
-		{"testdata/derived/misbuilt", Critical, []string{"sdd, sde, sdf idle"}},
-		{"testdata/derived/missing", Critical, []string{"tables_rimage_5 has no disk", "partial"}},
+		{derived(t, "balanced"), OK, []string{"vg-hdd/tables balanced (6 disks", "vg-nvme/prefix skew not judged: too little traffic"}},
+		{derived(t, "misbuilt"), Critical, []string{"sdd, sde, sdf idle"}},
+		{derived(t, "missing"), Critical, []string{"tables_rimage_5 has no disk", "partial"}},
 	} {
 		topo := discover(t, c.tree)
 		src, ok := NewReplaySource(c.tree, time.Unix(0, 0), 5*time.Second)
@@ -211,7 +211,7 @@ func TestFixtureTrees(t *testing.T) {
 }
 
 func TestReplayParserAgreesWithProcfs(t *testing.T) {
-	root := "testdata/derived/balanced"
+	root := derived(t, "balanced")
 	ps, err := NewProcSource(root, noSleep{})
 	if err != nil {
 		t.Fatal(err)

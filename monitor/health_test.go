@@ -82,7 +82,7 @@ func TestLVMHealthFolding(t *testing.T) {
 		{`"lv_attr":"rwi-a-r---"`, `"lv_attr":"rwi-a-r-r-"`, Critical, "refresh needed"},
 	}
 	for _, c := range cases {
-		root := copyTree(t, "testdata/derived/balanced")
+		root := copyTree(t, derived(t, "balanced"))
 		editFile(t, filepath.Join(root, "lvm/lvs.json"), c.old, c.new)
 		r := checkTree(t, root, "vg-hdd/tables")
 		if r.Status != c.status || !strings.Contains(r.Summary, c.want) {
@@ -92,7 +92,7 @@ func TestLVMHealthFolding(t *testing.T) {
 }
 
 func TestIntegrityMismatchNamesTheDisk(t *testing.T) {
-	root := copyTree(t, "testdata/derived/balanced")
+	root := copyTree(t, derived(t, "balanced"))
 	lvs := filepath.Join(root, "lvm/lvs.json")
 	editFile(t, lvs, `"integritymismatches":"0"`, `"integritymismatches":"3"`) // the array's total
 	editFile(t, lvs, `"lv_name":"[tables_rimage_2]", "vg_name":"vg-hdd", "lv_attr":"gwi-aor---", "lv_size":"0", "segtype":"integrity", "stripes":"1", "data_stripes":"1", "stripe_size":"0", "devices":"tables_rimage_2_iorig(0)", "lv_health_status":"", "sync_percent":"", "raid_sync_action":"", "raid_mismatch_count":"", "integritymismatches":"0"`,
@@ -107,7 +107,7 @@ func TestIntegrityMismatchNamesTheDisk(t *testing.T) {
 }
 
 func TestSysfsOnlyWhenSnapshotHasNoLVMReport(t *testing.T) {
-	root := copyTree(t, "testdata/derived/misbuilt")
+	root := copyTree(t, derived(t, "misbuilt"))
 	if err := os.RemoveAll(filepath.Join(root, "lvm")); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func (f failingLVM) PVs(context.Context, ...string) ([]lvm.PV, error) { return n
 // lvm2 2.03.16 refuses degraded activation of raid with integrity: a missing
 // disk at boot leaves the LV inactive and partial (as in the lab's capture).
 func TestInactivePartialArrayIsCritical(t *testing.T) {
-	root := copyTree(t, "testdata/derived/missing")
+	root := copyTree(t, derived(t, "missing"))
 	for i := 0; i <= 28; i++ {
 		if err := os.RemoveAll(filepath.Join(root, "sys/block", "dm-"+itoa(i))); err != nil {
 			t.Fatal(err)

@@ -75,7 +75,7 @@ func parsePerf(t *testing.T, tokens []string) map[string][3]string {
 }
 
 func TestPerfdataOnTheStatusLine(t *testing.T) {
-	r := checkTree(t, captured("raid5-no-stripes"))
+	r := checkTree(t, captured(t, "raid5-no-stripes"))
 	status, tokens := statusLine(t, r)
 	if status != r.StatusLine() {
 		t.Errorf("status part %q, want %q", status, r.StatusLine())
@@ -118,7 +118,7 @@ func TestPerfdataOnTheStatusLine(t *testing.T) {
 
 func TestPerfdataUndeterminedWithoutRates(t *testing.T) {
 	// one saved sample and a member without a disk: nothing measured
-	r := checkTree(t, captured("raid5-missing-member-boot"), "vg-hdd/tables")
+	r := checkTree(t, captured(t, "raid5-missing-member-boot"), "vg-hdd/tables")
 	_, tokens := statusLine(t, r)
 	perf := parsePerf(t, tokens)
 	if len(perf) != 12 {

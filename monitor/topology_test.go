@@ -25,7 +25,7 @@ func memberDisks(a Array) []string {
 }
 
 func TestDiscoverBalanced(t *testing.T) {
-	topo := discover(t, "testdata/derived/balanced")
+	topo := discover(t, derived(t, "balanced"))
 	if len(topo.Arrays) != 2 {
 		t.Fatalf("arrays: %+v", topo.Arrays)
 	}
@@ -56,7 +56,7 @@ func TestDiscoverBalanced(t *testing.T) {
 }
 
 func TestDiscoverSysfsOnlyMatchesLVM(t *testing.T) {
-	root := "testdata/derived/balanced"
+	root := derived(t, "balanced")
 	topo, err := Discover(context.Background(), DiscoverOptions{Root: root})
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func TestDiscoverSysfsOnlyMatchesLVM(t *testing.T) {
 }
 
 func TestDiscoverMisbuiltImagesSpanTwoDisks(t *testing.T) {
-	topo := discover(t, "testdata/derived/misbuilt")
+	topo := discover(t, derived(t, "misbuilt"))
 	if len(topo.Arrays) != 1 {
 		t.Fatalf("arrays: %+v", topo.Arrays)
 	}
@@ -96,7 +96,7 @@ func TestDiscoverMisbuiltImagesSpanTwoDisks(t *testing.T) {
 }
 
 func TestDiscoverMissingMember(t *testing.T) {
-	topo := discover(t, "testdata/derived/missing", "vg-hdd/tables")
+	topo := discover(t, derived(t, "missing"), "vg-hdd/tables")
 	a := topo.Arrays[0]
 	last := a.Members[len(a.Members)-1]
 	if !last.Missing || last.Disk != "" || !reflect.DeepEqual(last.Images, []string{"tables_rimage_5"}) {
@@ -115,7 +115,7 @@ func TestDiscoverMissingMember(t *testing.T) {
 
 func TestUnusedPVsAreMembers(t *testing.T) {
 	// the misbuilt tree's VG, with the array on sda-sdc only: sdd-sdf hold nothing
-	topo := discover(t, "testdata/derived/misbuilt")
+	topo := discover(t, derived(t, "misbuilt"))
 	a := topo.Arrays[0]
 	for _, m := range a.Members {
 		if len(m.Images) == 0 {
@@ -125,7 +125,7 @@ func TestUnusedPVsAreMembers(t *testing.T) {
 }
 
 func TestSelectArrays(t *testing.T) {
-	root := "testdata/derived/balanced"
+	root := derived(t, "balanced")
 	for _, n := range []string{"vg-nvme/prefix", "/dev/vg-nvme/prefix", "/dev/mapper/vg--nvme-prefix", "vg--nvme-prefix", "dm-27"} {
 		topo := discover(t, root, n)
 		if len(topo.Arrays) != 1 || topo.Arrays[0].Name != "vg-nvme/prefix" {

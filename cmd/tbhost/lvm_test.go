@@ -6,9 +6,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tbhost/tbhost/internal/fixturetree"
 )
 
-const refTree = "../../internal/blockdev/testdata/reference-host"
+// referenceTree unpacks the reference host (the one committed copy, which
+// lvm embeds) and returns its root.
+func referenceTree(t *testing.T) string {
+	t.Helper()
+	return fixturetree.Dir(t, "../../lvm/refhost/reference-host.tar.gz")
+}
 
 func TestLVMPlanExample(t *testing.T) {
 	code, out, stderr := runTB(t, nil, "lvm", "plan", "--example")
@@ -33,6 +40,7 @@ func TestLVMPlanExample(t *testing.T) {
 }
 
 func TestLVMPlanSavesAFileApplyCanRead(t *testing.T) {
+	refTree := referenceTree(t)
 	f := filepath.Join(t.TempDir(), "plan.yaml")
 	code, out, stderr := runTB(t, nil, "--root", refTree, "lvm", "plan", "-o", f)
 	if code != 0 {
@@ -45,6 +53,7 @@ func TestLVMPlanSavesAFileApplyCanRead(t *testing.T) {
 }
 
 func TestLVMPlanRefusalExits1(t *testing.T) {
+	refTree := referenceTree(t)
 	code, _, stderr := runTB(t, nil, "--root", refTree, "lvm", "plan", "--nvme", "nvme0n1")
 	if code != 1 || !strings.Contains(stderr, "system disk") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
@@ -60,6 +69,7 @@ func TestLVMPlanRefusalExits1(t *testing.T) {
 }
 
 func TestInventoryOfATree(t *testing.T) {
+	refTree := referenceTree(t)
 	code, out, stderr := runTB(t, nil, "--root", refTree, "inventory")
 	if code != 0 || !strings.Contains(out, "nvme0n1p4") || !strings.Contains(out, "ZAD0A1B1") {
 		t.Fatalf("exit %d: %s %s", code, out, stderr)

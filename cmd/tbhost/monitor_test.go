@@ -6,12 +6,30 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tbhost/tbhost/internal/fixturetree"
+	"github.com/tbhost/tbhost/monitor/monitortest"
 )
 
-const fixtures = "../../monitor/testdata/derived/"
+// derived writes one of monitor's derived trees (monitortest) into a fresh
+// temporary directory and returns its root.
+func derived(t *testing.T, name string) string {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), name)
+	if err := monitortest.Write(root, name); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// captured unpacks one of the lab's committed captures and returns its root.
+func captured(t *testing.T, name string) string {
+	t.Helper()
+	return fixturetree.Dir(t, "../../internal/lab/testdata/captures/"+name+".tar.gz")
+}
 
 func TestMonitorCheckMisbuiltIsCriticalAndNamesIdleDisks(t *testing.T) {
-	code, out, stderr := runTB(t, nil, "--root", fixtures+"misbuilt", "monitor", "check")
+	code, out, stderr := runTB(t, nil, "--root", derived(t, "misbuilt"), "monitor", "check")
 	if code != 2 {
 		t.Fatalf("exit %d, want 2 (CRITICAL)\n%s%s", code, out, stderr)
 	}
@@ -27,7 +45,7 @@ func TestMonitorCheckMisbuiltIsCriticalAndNamesIdleDisks(t *testing.T) {
 }
 
 func TestMonitorCheckBalancedIsOK(t *testing.T) {
-	code, out, stderr := runTB(t, nil, "--root", fixtures+"balanced", "monitor", "check", "--for", "10s", "vg-hdd/tables")
+	code, out, stderr := runTB(t, nil, "--root", derived(t, "balanced"), "monitor", "check", "--for", "10s", "vg-hdd/tables")
 	if code != 0 || !strings.HasPrefix(out, "OK: vg-hdd/tables balanced (6 disks") {
 		t.Fatalf("exit %d\n%s%s", code, out, stderr)
 	}
@@ -37,14 +55,14 @@ func TestMonitorCheckBalancedIsOK(t *testing.T) {
 }
 
 func TestMonitorCheckMissingMemberIsCritical(t *testing.T) {
-	code, out, _ := runTB(t, nil, "--root", fixtures+"missing", "monitor", "check", "--quiet")
+	code, out, _ := runTB(t, nil, "--root", derived(t, "missing"), "monitor", "check", "--quiet")
 	if code != 2 || !strings.Contains(out, "tables_rimage_5 has no disk") {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 }
 
 func TestMonitorCheckQuietPrintsNothingWhenOK(t *testing.T) {
-	code, out, stderr := runTB(t, nil, "--root", fixtures+"balanced", "monitor", "check", "--quiet", "vg-hdd/tables")
+	code, out, stderr := runTB(t, nil, "--root", derived(t, "balanced"), "monitor", "check", "--quiet", "vg-hdd/tables")
 	if code != 0 || out != "" || stderr != "" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
@@ -52,11 +70,11 @@ func TestMonitorCheckQuietPrintsNothingWhenOK(t *testing.T) {
 
 func TestMonitorCheckLowTraffic(t *testing.T) {
 	// the prefix array reads nothing in the fixture: skew is not judged
-	code, out, _ := runTB(t, nil, "--root", fixtures+"balanced", "monitor", "check", "vg-nvme/prefix")
+	code, out, _ := runTB(t, nil, "--root", derived(t, "balanced"), "monitor", "check", "vg-nvme/prefix")
 	if code != 0 || !strings.Contains(strings.SplitN(out, "\n", 2)[0], "too little traffic") {
 		t.Fatalf("default: exit %d\n%s", code, out)
 	}
-	code, out, _ = runTB(t, nil, "--root", fixtures+"balanced", "monitor", "check", "--no-traffic", "unknown", "vg-nvme/prefix")
+	code, out, _ = runTB(t, nil, "--root", derived(t, "balanced"), "monitor", "check", "--no-traffic", "unknown", "vg-nvme/prefix")
 	if code != 3 || !strings.HasPrefix(out, "UNKNOWN: ") {
 		t.Fatalf("--no-traffic unknown: exit %d\n%s", code, out)
 	}
@@ -65,7 +83,7 @@ func TestMonitorCheckLowTraffic(t *testing.T) {
 // Nagios perfdata: after " | " on the summary line, per member reads/s and
 // share; only in the human output.
 func TestMonitorCheckPerfdata(t *testing.T) {
-	code, out, _ := runTB(t, nil, "--root", fixtures+"misbuilt", "monitor", "check")
+	code, out, _ := runTB(t, nil, "--root", derived(t, "misbuilt"), "monitor", "check")
 	first := strings.SplitN(out, "\n", 2)[0]
 	status, perf, ok := strings.Cut(first, " | ")
 	if code != 2 || !ok || !strings.HasPrefix(status, "CRITICAL: vg-hdd/probe: sdd, sde, sdf idle") || strings.Contains(status, "|") {
@@ -86,7 +104,7 @@ func TestMonitorCheckPerfdata(t *testing.T) {
 }
 
 func TestMonitorCheckJSONShape(t *testing.T) {
-	code, out, _ := runTB(t, nil, "--root", fixtures+"misbuilt", "monitor", "check", "--json")
+	code, out, _ := runTB(t, nil, "--root", derived(t, "misbuilt"), "monitor", "check", "--json")
 	if code != 2 {
 		t.Fatalf("exit %d", code)
 	}
@@ -131,7 +149,7 @@ func keys(m map[string]any) []string {
 
 func TestMonitorCheckTextfile(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "tbhost.prom")
-	code, _, _ := runTB(t, nil, "--root", fixtures+"misbuilt", "monitor", "check", "--quiet", "--textfile", f)
+	code, _, _ := runTB(t, nil, "--root", derived(t, "misbuilt"), "monitor", "check", "--quiet", "--textfile", f)
 	if code != 2 {
 		t.Fatalf("exit %d", code)
 	}
@@ -160,7 +178,7 @@ func TestMonitorCheckUsageErrorsAreUnknown(t *testing.T) {
 		{"monitor", "check", "--no-such-flag"},
 		{"monitor", "check", "--no-traffic", "maybe"},
 	} {
-		code, out, stderr := runTB(t, nil, append([]string{"--root", fixtures + "balanced"}, args...)...)
+		code, out, stderr := runTB(t, nil, append([]string{"--root", derived(t, "balanced")}, args...)...)
 		if code != 3 {
 			t.Errorf("%v: exit %d, want 3 (Nagios UNKNOWN; 2 would read as CRITICAL)\n%s%s", args, code, out, stderr)
 		}
@@ -168,7 +186,7 @@ func TestMonitorCheckUsageErrorsAreUnknown(t *testing.T) {
 }
 
 func TestMonitorCheckUnknownArrayListsArrays(t *testing.T) {
-	code, out, _ := runTB(t, nil, "--root", fixtures+"balanced", "monitor", "check", "vg-hdd/nope")
+	code, out, _ := runTB(t, nil, "--root", derived(t, "balanced"), "monitor", "check", "vg-hdd/nope")
 	if code != 3 || !strings.Contains(out, "vg-hdd/tables, vg-nvme/prefix") {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
@@ -182,14 +200,14 @@ func TestMonitorCheckUnreadableRoot(t *testing.T) {
 }
 
 func TestMonitorTopologyJSON(t *testing.T) {
-	code, out, _ := runTB(t, nil, "--root", fixtures+"balanced", "--json", "monitor", "topology", "vg-hdd/tables")
+	code, out, _ := runTB(t, nil, "--root", derived(t, "balanced"), "--json", "monitor", "topology", "vg-hdd/tables")
 	if code != 0 || !strings.Contains(out, `"ID": "scsi-0QEMU_QEMU_HARDDISK_HDD6"`) {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 }
 
 func TestMonitorWatchPlainLines(t *testing.T) {
-	code, out, stderr := runTB(t, nil, "--root", fixtures+"misbuilt", "monitor", "watch", "--count", "5")
+	code, out, stderr := runTB(t, nil, "--root", derived(t, "misbuilt"), "monitor", "watch", "--count", "5")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -204,7 +222,7 @@ func TestMonitorWatchPlainLines(t *testing.T) {
 }
 
 func TestMonitorServeBadListenCannotRun(t *testing.T) {
-	code, _, stderr := runTB(t, nil, "--root", fixtures+"balanced", "monitor", "serve", "--listen", "256.0.0.1:1")
+	code, _, stderr := runTB(t, nil, "--root", derived(t, "balanced"), "monitor", "serve", "--listen", "256.0.0.1:1")
 	if code != 3 || !strings.Contains(stderr, "256.0.0.1:1") {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -219,17 +237,16 @@ func TestMonitorWithoutSubcommandIsUsage(t *testing.T) {
 
 // The acceptance items on REAL lab captures (internal/lab/testdata/captures).
 func TestMonitorCheckRealCaptures(t *testing.T) {
-	const captured = "../../internal/lab/testdata/captures/"
-	code, out, _ := runTB(t, nil, "--root", captured+"raid5-no-stripes", "monitor", "check", "vg-hdd/tables")
+	code, out, _ := runTB(t, nil, "--root", captured(t, "raid5-no-stripes"), "monitor", "check", "vg-hdd/tables")
 	if first := strings.SplitN(out, "\n", 2)[0]; code != 2 || !strings.Contains(first, "sdc, sde, sdf idle") {
 		t.Errorf("misbuilt: exit %d, summary %q", code, first)
 	}
-	code, out, _ = runTB(t, nil, "--root", captured+"raid5-integrity-stripes5", "monitor", "check", "vg-hdd/tables")
+	code, out, _ = runTB(t, nil, "--root", captured(t, "raid5-integrity-stripes5"), "monitor", "check", "vg-hdd/tables")
 	if code != 0 || !strings.HasPrefix(out, "OK: vg-hdd/tables balanced (6 disks") {
 		t.Errorf("balanced: exit %d\n%s", code, out)
 	}
 	for _, c := range []string{"raid5-missing-member-boot", "raid5-member-dropped"} {
-		code, out, _ = runTB(t, nil, "--root", captured+c, "monitor", "check", "--json", "vg-hdd/tables")
+		code, out, _ = runTB(t, nil, "--root", captured(t, c), "monitor", "check", "--json", "vg-hdd/tables")
 		if code != 2 || !strings.Contains(out, `"disk": "missing:tables_rimage_2"`) || !strings.Contains(out, `"flag": "missing"`) {
 			t.Errorf("%s: exit %d\n%s", c, code, out)
 		}

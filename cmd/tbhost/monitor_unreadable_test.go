@@ -12,7 +12,7 @@ import (
 // issue 12 defect 3: an LVM report that cannot be read is UNKNOWN (exit 3),
 // with a line naming what could not be read, also under --quiet; never OK.
 func TestMonitorCheckUnreadableLVMReportIsUnknown(t *testing.T) {
-	good, err := os.ReadFile(fixtures + "balanced/lvm/lvs.json")
+	good, err := os.ReadFile(filepath.Join(derived(t, "balanced"), "lvm", "lvs.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +22,7 @@ func TestMonitorCheckUnreadableLVMReportIsUnknown(t *testing.T) {
 		"truncated": string(good[:len(good)-40]),
 	} {
 		root := t.TempDir()
-		if out, err := exec.Command("cp", "-a", fixtures+"balanced/.", root).CombinedOutput(); err != nil {
+		if out, err := exec.Command("cp", "-a", derived(t, "balanced")+"/.", root).CombinedOutput(); err != nil {
 			t.Fatalf("cp: %v %s", err, out)
 		}
 		lvs := filepath.Join(root, "lvm", "lvs.json")

@@ -11,11 +11,41 @@ import (
 
 	"github.com/tbhost/tbhost/internal/blockdev"
 	"github.com/tbhost/tbhost/internal/blockdev/fixture"
+	"github.com/tbhost/tbhost/internal/fixturetree"
 )
+
+// treeArchive is where a committed fixture tree is: testdata/NAME.tar.gz,
+// except the reference host, kept once as the archive lvm embeds.
+func treeArchive(name string) string {
+	if name == "reference-host" {
+		return filepath.Join("..", "..", "lvm", "refhost", "reference-host.tar.gz")
+	}
+	return filepath.Join("testdata", name+".tar.gz")
+}
+
+// tree unpacks a committed fixture tree and returns its root.
+func tree(t *testing.T, name string) string {
+	t.Helper()
+	return fixturetree.Dir(t, treeArchive(name))
+}
+
+// treeNames lists every committed fixture tree.
+func treeNames(t *testing.T) []string {
+	t.Helper()
+	archives, err := filepath.Glob(filepath.Join("testdata", "*.tar.gz"))
+	if err != nil || len(archives) < 6 {
+		t.Fatalf("testdata holds %d fixture archives (%v), want the 6 committed ones", len(archives), err)
+	}
+	names := []string{"reference-host"}
+	for _, a := range archives {
+		names = append(names, strings.TrimSuffix(filepath.Base(a), ".tar.gz"))
+	}
+	return names
+}
 
 func readTree(t *testing.T, name string) *blockdev.Inventory {
 	t.Helper()
-	inv, err := blockdev.Read(context.Background(), blockdev.Options{Root: filepath.Join("testdata", name)})
+	inv, err := blockdev.Read(context.Background(), blockdev.Options{Root: tree(t, name)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +154,7 @@ func TestBusyHost(t *testing.T) {
 // A snapshot of a tree, replayed, gives the same inventory.
 func TestSnapshotReplays(t *testing.T) {
 	for _, name := range []string{"reference-host", "busy-host", "lab-guest"} {
-		src := filepath.Join("testdata", name)
+		src := tree(t, name)
 		dst := filepath.Join(t.TempDir(), "snap")
 		orig, err := blockdev.Snapshot(context.Background(), blockdev.Options{Root: src}, dst)
 		if err != nil {
@@ -168,7 +198,7 @@ func TestMissingRootIsAnError(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "sys/block") {
 		t.Fatalf("err %v", err)
 	}
-	if _, err := os.Stat("testdata/reference-host/" + blockdev.SnapshotMeta); err != nil {
+	if _, err := os.Stat(filepath.Join(tree(t, "reference-host"), blockdev.SnapshotMeta)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -213,17 +243,17 @@ func TestRealLabGuestSnapshots(t *testing.T) {
 // StableIDUnder (what tbhost monitor names member disks by) must pick the
 // same link as the inventory, for every disk and partition of every tree.
 func TestStableIDUnderAgreesWithInventory(t *testing.T) {
-	trees, err := os.ReadDir("testdata")
-	if err != nil {
-		t.Fatal(err)
-	}
 	named, parts := 0, 0
-	for _, tree := range trees {
-		inv := readTree(t, tree.Name())
+	for _, name := range treeNames(t) {
+		root := tree(t, name)
+		inv, err := blockdev.Read(context.Background(), blockdev.Options{Root: root})
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, d := range inv.All() {
-			got := blockdev.StableIDUnder(filepath.Join("testdata", tree.Name()), d.Name)
+			got := blockdev.StableIDUnder(root, d.Name)
 			if got != d.StableID {
-				t.Errorf("%s %s: StableIDUnder %q, inventory %q", tree.Name(), d.Name, got, d.StableID)
+				t.Errorf("%s %s: StableIDUnder %q, inventory %q", name, d.Name, got, d.StableID)
 			}
 			if got != "" {
 				named++
@@ -236,10 +266,11 @@ func TestStableIDUnderAgreesWithInventory(t *testing.T) {
 	if named < 10 || parts == 0 {
 		t.Errorf("only %d devices (%d partitions) had an id: the trees lack by-id links", named, parts)
 	}
-	if got := blockdev.StableIDUnder("testdata/reference-host", "sda"); got != "/dev/disk/by-id/wwn-0x5000c500a1b2c301" {
+	ref := tree(t, "reference-host")
+	if got := blockdev.StableIDUnder(ref, "sda"); got != "/dev/disk/by-id/wwn-0x5000c500a1b2c301" {
 		t.Errorf("reference sda: %q, want its wwn- link", got)
 	}
-	if got := blockdev.StableIDUnder("testdata/reference-host", "sdzz"); got != "" {
+	if got := blockdev.StableIDUnder(ref, "sdzz"); got != "" {
 		t.Errorf("unknown disk: %q", got)
 	}
 }

@@ -31,6 +31,15 @@ type StepResult struct {
 	Log string
 }
 
+// LogTail is the last n lines of the step's log, trimmed.
+func (r StepResult) LogTail(n int) string {
+	lines := strings.Split(strings.TrimRight(r.Log, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.TrimSpace(strings.Join(lines, "\n"))
+}
+
 // batchScript is the scenario that runs steps /lab/steps/NN-name.sh in
 // order, each with its own $LAB_OUT/steps/<name>, recording its exit code.
 func batchScript(steps []Step) string {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tbhost/tbhost/internal/treearchive"
 )
 
 // captureScript builds (b) raid5+integrity WITHOUT --stripes, then (a)
@@ -136,9 +138,24 @@ func TestCaptureFixtures(t *testing.T) {
 		}
 		results = append(results, r3)
 	}
-	dst := filepath.Join("testdata", "captures")
+	// Each capture is committed once, as testdata/captures/NAME.tar.gz
+	// (internal/treearchive: reproducible, symlinks kept).
+	unpacked := t.TempDir()
 	for _, r := range results {
-		if err := ExtractTarGz(r.Outputs["captures.tgz"], dst); err != nil {
+		if err := ExtractTarGz(r.Outputs["captures.tgz"], unpacked); err != nil {
+			t.Fatal(err)
+		}
+	}
+	captures, err := os.ReadDir(unpacked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range captures {
+		b, err := treearchive.Pack(filepath.Join(unpacked, c.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join("testdata", "captures", c.Name()+".tar.gz"), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

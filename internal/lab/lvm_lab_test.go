@@ -53,7 +53,7 @@ func requireSteps(t *testing.T, res map[string]StepResult, want map[string]int) 
 	t.Helper()
 	for name, code := range want {
 		if r := res[name]; r.ExitCode != code {
-			t.Errorf("step %s: exit %d, want %d; its log:\n%s", name, r.ExitCode, code, lastLines(r.Log, 25))
+			t.Errorf("step %s: exit %d, want %d; its log:\n%s", name, r.ExitCode, code, r.LogTail(25))
 		}
 	}
 }

@@ -54,9 +54,9 @@ func writeMBR(image string, lbs int, sizes []int64) error {
 	return f.Close()
 }
 
-// partitionedSize is the image size that holds partitions of these sizes
+// PartitionedSize is the image size that holds partitions of these sizes
 // (1 MiB in front, 1 MiB spare at the end).
-func partitionedSize(sizes []int64) int64 {
+func PartitionedSize(sizes []int64) int64 {
 	total := int64(2 << 20)
 	for _, s := range sizes {
 		total += s / (1 << 20) * (1 << 20)

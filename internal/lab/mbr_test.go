@@ -14,7 +14,7 @@ func TestWriteMBR(t *testing.T) {
 		img := filepath.Join(t.TempDir(), "n.img")
 		sizes := []int64{4 << 20, 4 << 20, 4 << 20, 40 << 20}
 		os.WriteFile(img, nil, 0o644)
-		os.Truncate(img, partitionedSize(sizes))
+		os.Truncate(img, PartitionedSize(sizes))
 		if err := writeMBR(img, lbs, sizes); err != nil {
 			t.Fatal(err)
 		}
@@ -37,7 +37,10 @@ func TestWriteMBR(t *testing.T) {
 			start += uint32(sz / int64(lbs))
 		}
 		if lbs == 512 {
-			if _, err := exec.LookPath("sfdisk"); err == nil {
+			t.Run("sfdisk agrees", func(t *testing.T) {
+				if _, err := exec.LookPath("sfdisk"); err != nil {
+					t.Skip("sfdisk not installed (Debian package fdisk): cannot cross-check the partition table")
+				}
 				out, err := exec.Command("sfdisk", "--dump", img).CombinedOutput()
 				if err != nil {
 					t.Fatalf("sfdisk: %v %s", err, out)
@@ -45,7 +48,7 @@ func TestWriteMBR(t *testing.T) {
 				if !strings.Contains(string(out), "n.img4 : start=       30720, size=       81920, type=83") {
 					t.Errorf("sfdisk --dump:\n%s", out)
 				}
-			}
+			})
 		}
 	}
 	img := filepath.Join(t.TempDir(), "small.img")

@@ -9,7 +9,7 @@ import (
 
 	"github.com/tbhost/tbhost/internal/cliutil"
 	"github.com/tbhost/tbhost/internal/execx"
-	"github.com/tbhost/tbhost/internal/lab"
+	"github.com/tbhost/tbhost/internal/lab/rehearse"
 	"github.com/urfave/cli/v2"
 )
 
@@ -90,12 +90,12 @@ func TestRehearseUsageErrors(t *testing.T) {
 }
 
 func TestWriteRehearsalNamesScaleShapesAndProblems(t *testing.T) {
-	rep := &lab.RehearseReport{
+	rep := &rehearse.Report{
 		Plan:   "ref.yaml",
-		Scales: []lab.Scale{{Role: "hdd", Factor: 22355.6, Real: 6001175126016, Lab: 256 << 20}},
-		Arrays: []lab.ArrayComparison{{Array: "vg-hdd/tables", State: "ok",
-			Planned:   lab.ArrayShape{Type: "raid5", Stripes: 6, DataStripes: 5, Devices: 6, Integrity: true, IntegrityMode: "journal", IntegrityBlockSize: 4096},
-			Rehearsed: lab.ArrayShape{Type: "raid5", Stripes: 6, DataStripes: 5, Devices: 6, Integrity: true, IntegrityMode: "journal", IntegrityBlockSize: 4096}}},
+		Scales: []rehearse.Scale{{Role: "hdd", Factor: 22355.6, Real: 6001175126016, Lab: 256 << 20}},
+		Arrays: []rehearse.ArrayComparison{{Array: "vg-hdd/tables", State: "ok",
+			Planned:   rehearse.ArrayShape{Type: "raid5", Stripes: 6, DataStripes: 5, Devices: 6, Integrity: true, IntegrityMode: "journal", IntegrityBlockSize: 4096},
+			Rehearsed: rehearse.ArrayShape{Type: "raid5", Stripes: 6, DataStripes: 5, Devices: 6, Integrity: true, IntegrityMode: "journal", IntegrityBlockSize: 4096}}},
 		MonitorStatus: "WARNING", MonitorLine: "vg-hdd/tables: sdc reads 40% below the mean",
 		Problems: []string{"monitor check under a read load: WARNING"},
 	}

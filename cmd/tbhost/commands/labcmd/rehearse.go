@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/tbhost/tbhost/internal/cliutil"
-	"github.com/tbhost/tbhost/internal/lab"
+	"github.com/tbhost/tbhost/internal/lab/rehearse"
 	"github.com/tbhost/tbhost/internal/sizes"
 	"github.com/tbhost/tbhost/lvm"
 	"github.com/urfave/cli/v2"
@@ -61,7 +61,7 @@ func rehearseAction(c *cli.Context) error {
 	if err != nil || ns < 32<<20 {
 		return cliutil.Usagef("--nvme-size %q: at least 32MiB", c.String("nvme-size"))
 	}
-	reh, err := lab.NewRehearsal(plan, lab.RehearseOptions{HDDSizeMiB: int64(hs) >> 20, NVMeSizeMiB: int64(ns) >> 20, MonitorFor: c.Duration("monitor-for")})
+	reh, err := rehearse.New(plan, rehearse.Options{HDDSizeMiB: int64(hs) >> 20, NVMeSizeMiB: int64(ns) >> 20, MonitorFor: c.Duration("monitor-for")})
 	if err != nil {
 		return cliutil.Problem(fmt.Errorf("cannot rehearse %s: %w", c.Args().First(), err))
 	}
@@ -97,7 +97,7 @@ func rehearseAction(c *cli.Context) error {
 	return nil
 }
 
-func writeRehearsal(w io.Writer, r *lab.RehearseReport) error {
+func writeRehearsal(w io.Writer, r *rehearse.Report) error {
 	verdict := "OK: the plan's arrays build, verify and monitor clean on scaled-down virtual disks"
 	if !r.OK {
 		verdict = fmt.Sprintf("PROBLEM: %d finding(s)", len(r.Problems))
@@ -110,7 +110,7 @@ func writeRehearsal(w io.Writer, r *lab.RehearseReport) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ARRAY\tTYPE\tSTRIPES\tDATA\tDEVICES\tINTEGRITY\tSIZE\tSTATE")
 	for _, a := range r.Arrays {
-		integ := func(s lab.ArrayShape) string {
+		integ := func(s rehearse.ArrayShape) string {
 			if !s.Integrity {
 				return "no"
 			}
