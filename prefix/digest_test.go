@@ -5,10 +5,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/tbhost/tbhost/prefix/prefixtest"
@@ -171,4 +173,32 @@ func (s *shortReader) Read(p []byte) (int, error) {
 		p = p[:s.max]
 	}
 	return s.r.Read(p)
+}
+
+type failingWriter struct{ after int }
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if w.after <= 0 {
+		return 0, errors.New("digest refused the bytes")
+	}
+	w.after--
+	return len(p), nil
+}
+
+// A digest that fails (the header checker refusing a damaged prefix) stops
+// the copy early and its error is returned; so does a cancelled context.
+func TestCopyAndDigestStops(t *testing.T) {
+	src := bytes.NewReader(make([]byte, 64*digestChunk))
+	n, err := copyAndDigest(context.Background(), io.Discard, src, &failingWriter{after: 1}, newChunks())
+	if err == nil || !strings.Contains(err.Error(), "digest refused") {
+		t.Fatalf("digest error: %v", err)
+	}
+	if n > int64(2+digestChunks)*digestChunk {
+		t.Errorf("copied %d bytes after the digest failed at the second chunk", n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := copyAndDigest(ctx, nil, bytes.NewReader(make([]byte, 4*digestChunk)), io.Discard, newChunks()); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
+	}
 }
