@@ -110,6 +110,9 @@ func TestDirectoryInPlaceOfPrefix(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(victim, "keep"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := Open(filepath.Join(tables, "KQvKQ.rtbw"), store); !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), "directory") {
+		t.Errorf("Open with a directory as prefix: %v", err)
+	}
 	for _, full := range []bool{false, true} {
 		v := verify(t, tables, store, full)
 		if len(v.Findings) != 1 || v.Findings[0].Kind != FindNotRegular || v.Findings[0].Path != victim ||
@@ -152,8 +155,11 @@ func TestFIFOsDoNotHang(t *testing.T) {
 	if err := syscall.Mkfifo(tableFIFO, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	watchdog := time.AfterFunc(60*time.Second, func() { panic("verify or extract hangs on a FIFO") })
+	watchdog := time.AfterFunc(60*time.Second, func() { panic("verify, extract or Open hangs on a FIFO") })
 	defer watchdog.Stop()
+	if _, err := Open(filepath.Join(tables, "KRvK.rtbw"), store); !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), "named pipe") {
+		t.Errorf("Open with a FIFO prefix: %v", err)
+	}
 	v := verify(t, tables, store, true)
 	kinds := map[string]string{}
 	for _, f := range v.Findings {
