@@ -42,7 +42,7 @@ type ExtractOptions struct {
 	Upto  Upto
 	// UptoByName overrides Upto per table (from a plan for a small store).
 	UptoByName map[string]Upto
-	Jobs       int  // parallel files; < 1 means 1
+	Jobs       int  // parallel files, clamped to 1..MaxJobs
 	Force      bool // rewrite prefixes that are already valid
 	// Pause sleeps after each file: a test knob so a kill lands mid-run.
 	Pause time.Duration

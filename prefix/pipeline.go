@@ -80,6 +80,16 @@ func feed(ctx context.Context, out io.Writer, r io.Reader, free <-chan []byte, f
 			return n, nil
 		case b = <-free:
 		}
+		// A select picks at random among ready cases: look again, so a
+		// chunk freed after the digest failed (it closes stop first) or
+		// after cancellation is never read into.
+		select {
+		case <-ctx.Done():
+			return n, ctx.Err()
+		case <-stop:
+			return n, nil
+		default:
+		}
 		m, rerr := io.ReadFull(r, b)
 		if m > 0 {
 			if out != nil {
