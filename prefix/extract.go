@@ -10,9 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 )
 
@@ -42,7 +42,7 @@ type ExtractOptions struct {
 	Upto  Upto
 	// UptoByName overrides Upto per table (from a plan for a small store).
 	UptoByName map[string]Upto
-	Jobs       int  // parallel files; < 1 means 1
+	Jobs       int  // parallel files, clamped to 1..MaxJobs
 	Force      bool // rewrite prefixes that are already valid
 	// Pause sleeps after each file: a test knob so a kill lands mid-run.
 	Pause time.Duration
@@ -93,38 +93,98 @@ func Statfs(dir string) (int64, error) {
 // PrefixPath is where a table's prefix lives in a store.
 func PrefixPath(store, table string) string { return filepath.Join(store, table+PrefixSuffix) }
 
+// MaxJobs bounds the parallel files of Extract and Verify: each running
+// copy holds digestChunks chunks of digestChunk bytes (3 MiB), so memory
+// stays below MaxJobs*3 MiB whatever the caller asks. More jobs than this
+// only queue on the disks. Jobs above it are clamped; the CLI refuses them.
+const MaxJobs = 32
+
+// clampJobs is the number of parallel files for a requested count: 1 to MaxJobs.
+func clampJobs(n int) int { return min(max(n, 1), MaxJobs) }
+
 // Extract writes each parsed table's prefix into the store. Refused tables
 // (Parsed.Err) and tables that fail while copying are reported in the
 // report's Failed list and skipped; the error return is for the run itself
 // (store missing, not enough space, manifest unwritable, cancelled).
+// opt.Jobs is clamped to 1..MaxJobs.
 func Extract(ctx context.Context, parsed []Parsed, opt ExtractOptions) (*ExtractReport, error) {
 	start := time.Now()
 	rep := &ExtractReport{Store: opt.Store, Upto: opt.Upto.String(), Tables: len(parsed), Failed: []Failure{}}
 	if len(opt.UptoByName) > 0 {
 		rep.Upto = "per plan"
 	}
-	st, err := os.Stat(opt.Store)
-	if err != nil {
-		return rep, fmt.Errorf("store directory %s: %w (mount the NVMe array there, or create the directory)", opt.Store, err)
-	}
-	if !st.IsDir() {
-		return rep, fmt.Errorf("store %s is not a directory", opt.Store)
-	}
-	unlock, err := lockStore(opt.Store)
+	man, unlock, err := openStore(opt.Store)
 	if err != nil {
 		return rep, err
 	}
 	defer unlock()
-	if err := removeTemps(opt.Store); err != nil {
+	todo := selectWork(parsed, opt, man, rep)
+	if err := checkSpace(todo, opt, man, rep); err != nil {
 		return rep, err
 	}
-	man, err := LoadManifest(opt.Store)
+	log, err := openManifestLog(opt.Store)
 	if err != nil {
 		return rep, err
 	}
+	defer log.close()
 
+	prog := opt.Progress
+	if prog == nil {
+		prog = nopProgress{}
+	}
+	var total int64
+	for _, p := range todo {
+		total += p.Layout.PrefixLen(opt.uptoFor(p.Name))
+	}
+	prog.Begin(len(todo), total)
+	defer prog.End()
+
+	logErr := record(extractAll(ctx, todo, opt, prog), opt.Store, log, man, rep, prog)
+	rep.Seconds = time.Since(start).Seconds()
+	if logErr != nil {
+		return rep, logErr
+	}
+	if err := ctx.Err(); err != nil {
+		return rep, fmt.Errorf("extract interrupted after %d prefixes (rerun to finish; finished prefixes are kept): %w", rep.Written, err)
+	}
+	// Compact the log once superseded lines make up half of it.
+	if manifestLines(opt.Store) > 2*len(man) {
+		if err := writeManifest(opt.Store, man); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+// openStore checks the store is a directory, locks it against a second
+// extract, removes the temporary files of an interrupted run and loads the
+// manifest. unlock releases the lock.
+func openStore(store string) (man Manifest, unlock func(), err error) {
+	st, err := os.Stat(store)
+	if err != nil {
+		return nil, nil, fmt.Errorf("store directory %s: %w (mount the NVMe array there, or create the directory)", store, err)
+	}
+	if !st.IsDir() {
+		return nil, nil, fmt.Errorf("store %s is not a directory", store)
+	}
+	if unlock, err = lockStore(store); err != nil {
+		return nil, nil, err
+	}
+	if err = removeTemps(store); err == nil {
+		man, err = LoadManifest(store)
+	}
+	if err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	return man, unlock, nil
+}
+
+// selectWork returns the tables to extract: refused tables go to the
+// report's Failed list, prefixes the manifest shows valid are counted as
+// skipped (unless opt.Force).
+func selectWork(parsed []Parsed, opt ExtractOptions, man Manifest, rep *ExtractReport) []Parsed {
 	var todo []Parsed
-	var need int64
 	for _, p := range parsed {
 		if p.Err != nil {
 			rep.Failed = append(rep.Failed, Failure{Name: p.Name, Path: p.Path, Error: p.Err.Error()})
@@ -135,6 +195,15 @@ func Extract(ctx context.Context, parsed []Parsed, opt ExtractOptions) (*Extract
 			continue
 		}
 		todo = append(todo, p)
+	}
+	return todo
+}
+
+// checkSpace refuses a run whose prefixes (in file-system blocks) and
+// manifest would not fit in the store's free space.
+func checkSpace(todo []Parsed, opt ExtractOptions, man Manifest, rep *ExtractReport) error {
+	var need int64
+	for _, p := range todo {
 		need += OnDisk(p.Layout.PrefixLen(opt.uptoFor(p.Name)))
 	}
 	need += int64(2 * 400 * (len(man) + len(todo))) // the manifest log and its compacted copy
@@ -143,85 +212,71 @@ func Extract(ctx context.Context, parsed []Parsed, opt ExtractOptions) (*Extract
 	if free == nil {
 		free = Statfs
 	}
+	var err error
 	if rep.FreeBytes, err = free(opt.Store); err != nil {
-		return rep, err
+		return err
 	}
 	if len(todo) > 0 && need > rep.FreeBytes {
-		return rep, fmt.Errorf("%w: %s needs %d bytes for %d prefixes but has %d free; free space, use a larger store, or extract --upto sparse-index (see tbhost prefix plan)",
+		return fmt.Errorf("%w: %s needs %d bytes for %d prefixes but has %d free; free space, use a larger store, or extract --upto sparse-index (see tbhost prefix plan)",
 			ErrNoSpace, opt.Store, need, len(todo), rep.FreeBytes)
 	}
+	return nil
+}
 
-	log, err := openManifestLog(opt.Store)
-	if err != nil {
-		return rep, err
-	}
-	defer log.close()
+// extractResult is one table's outcome.
+type extractResult struct {
+	p     Parsed
+	entry ManifestEntry
+	read  int64
+	err   error
+}
 
-	var total int64
-	for _, p := range todo {
-		total += p.Layout.PrefixLen(opt.uptoFor(p.Name))
-	}
-	prog := opt.Progress
-	if prog == nil {
-		prog = nopProgress{}
-	}
-	prog.Begin(len(todo), total)
-	defer prog.End()
-
-	type result struct {
-		p     Parsed
-		entry ManifestEntry
-		read  int64
-		err   error
-	}
-	jobs := opt.Jobs
-	if jobs < 1 {
-		jobs = 1
-	}
-	work := make(chan Parsed)
-	results := make(chan result)
-	var wg sync.WaitGroup
-	for w := 0; w < jobs; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			buf := make([]byte, 3<<20) // three 1 MiB chunks: copy and digest overlap
-			for p := range work {
-				e, n, err := extractOne(ctx, p, opt.Store, opt.uptoFor(p.Name), buf, prog)
-				results <- result{p: p, entry: e, read: n, err: err}
+// extractAll copies the prefixes with opt.Jobs (clamped) in parallel and
+// sends each outcome on the returned channel, closed when all are done. A
+// cancelled context stops the dispatch of further tables.
+func extractAll(ctx context.Context, todo []Parsed, opt ExtractOptions, prog Progress) <-chan extractResult {
+	results := make(chan extractResult)
+	go func() {
+		defer close(results)
+		var g errgroup.Group
+		g.SetLimit(clampJobs(opt.Jobs))
+		for _, p := range todo {
+			if ctx.Err() != nil {
+				break
+			}
+			g.Go(func() error {
+				bufs := chunkPool.Get().(*chunks)
+				e, n, err := extractOne(ctx, p, opt.Store, opt.uptoFor(p.Name), bufs, prog)
+				chunkPool.Put(bufs)
+				results <- extractResult{p: p, entry: e, read: n, err: err}
 				if opt.Pause > 0 {
 					select {
 					case <-ctx.Done():
 					case <-time.After(opt.Pause):
 					}
 				}
-			}
-		}()
-	}
-	go func() {
-		defer close(work)
-		for _, p := range todo {
-			select {
-			case <-ctx.Done():
-				return
-			case work <- p:
-			}
+				return nil // a table's failure is reported, not fatal to the run
+			})
 		}
+		g.Wait()
 	}()
-	go func() { wg.Wait(); close(results) }()
+	return results
+}
 
-	// Durability, batched: each prefix is fsynced before its rename; the
-	// renames are made durable by one directory fsync per batch, and only
-	// then are the batch's manifest lines written and fsynced. A crash can
-	// lose a batch's lines (those prefixes are redone), never record a
-	// prefix whose rename is not on disk.
+// record takes the outcomes into the report and the manifest. Durability,
+// batched: each prefix is fsynced before its rename; the renames are made
+// durable by one directory fsync per batch, and only then are the batch's
+// manifest lines written and fsynced. A crash can lose a batch's lines
+// (those prefixes are redone), never record a prefix whose rename is not on
+// disk. It returns the first manifest error (and keeps draining results).
+func record(results <-chan extractResult, store string, log *manifestLog, man Manifest, rep *ExtractReport, prog Progress) error {
 	var pending []ManifestEntry
 	lastFlush := time.Now()
 	flush := func() error {
 		if len(pending) == 0 {
 			return nil
 		}
-		if err := syncDir(opt.Store); err != nil {
+		if err := syncDir(store); err != nil {
 			return err
 		}
 		for _, e := range pending {
@@ -253,20 +308,7 @@ func Extract(ctx context.Context, parsed []Parsed, opt ExtractOptions) (*Extract
 	if logErr == nil {
 		logErr = flush()
 	}
-	rep.Seconds = time.Since(start).Seconds()
-	if logErr != nil {
-		return rep, logErr
-	}
-	if err := ctx.Err(); err != nil {
-		return rep, fmt.Errorf("extract interrupted after %d prefixes (rerun to finish; finished prefixes are kept): %w", rep.Written, err)
-	}
-	// Compact the log once superseded lines make up half of it.
-	if manifestLines(opt.Store) > 2*len(man) {
-		if err := writeManifest(opt.Store, man); err != nil {
-			return rep, err
-		}
-	}
-	return rep, nil
+	return logErr
 }
 
 // upToDate: the manifest says this table (same size and mtime) was extracted at this level,
@@ -339,9 +381,13 @@ func (c *countWriter) Write(p []byte) (int, error) {
 
 // extractOne copies one prefix into the store through a temporary file,
 // checking it against the header as it streams. It returns the bytes read.
-func extractOne(ctx context.Context, p Parsed, store string, upto Upto, buf []byte, prog Progress) (ManifestEntry, int64, error) {
+func extractOne(ctx context.Context, p Parsed, store string, upto Upto, bufs *chunks, prog Progress) (ManifestEntry, int64, error) {
 	l := p.Layout
 	plen := l.PrefixLen(upto)
+	final := PrefixPath(store, p.Name)
+	if err := checkReplaceable(final); err != nil {
+		return ManifestEntry{}, 0, err
+	}
 	src, err := os.Open(p.Path)
 	if err != nil {
 		return ManifestEntry{}, 0, fmt.Errorf("open table: %w", err)
@@ -367,7 +413,7 @@ func extractOne(ctx context.Context, p Parsed, store string, upto Upto, buf []by
 	h := sha256.New()
 	check := l.NewChecker()
 	cw := &countWriter{prog: prog}
-	n, err := copyAndDigest(ctx, out, io.NewSectionReader(src, 0, plen), io.MultiWriter(h, check, cw), buf)
+	n, err := copyAndDigest(ctx, out, io.NewSectionReader(src, 0, plen), io.MultiWriter(h, check, cw), bufs)
 	if err != nil {
 		return fail(fmt.Errorf("copy prefix of %s: %w", p.Path, err))
 	}
@@ -389,7 +435,6 @@ func extractOne(ctx context.Context, p Parsed, store string, upto Upto, buf []by
 		os.Remove(tmp)
 		return ManifestEntry{}, n, fmt.Errorf("table changed while its prefix was copied; rerun extract")
 	}
-	final := PrefixPath(store, p.Name)
 	if err := os.Rename(tmp, final); err != nil {
 		os.Remove(tmp)
 		return ManifestEntry{}, n, fmt.Errorf("rename into %s: %w", final, err)
@@ -405,61 +450,16 @@ func extractOne(ctx context.Context, p Parsed, store string, upto Upto, buf []by
 	}, n, nil
 }
 
-// copyAndDigest copies r to out while a second goroutine feeds the same
-// bytes to digest (hash and checker), so hashing overlaps the I/O. buf is
-// split into three rotating chunks. It stops early on a digest error or a
-// cancelled context.
-func copyAndDigest(ctx context.Context, out io.Writer, r io.Reader, digest io.Writer, buf []byte) (int64, error) {
-	const nbuf = 3
-	size := len(buf) / nbuf
-	free := make(chan []byte, nbuf)
-	for i := 0; i < nbuf; i++ {
-		free <- buf[i*size : (i+1)*size]
+// checkReplaceable refuses to extract over something that is not a prefix
+// file: the rename could not replace a directory, and what is in it is not
+// tbhost's to delete. Anything else at the name (a file, a symlink, a FIFO)
+// is replaced atomically by the rename, without being opened.
+func checkReplaceable(final string) error {
+	st, err := os.Lstat(final)
+	if err != nil || !st.IsDir() {
+		return nil // absent, or replaced by the rename; other errors surface there
 	}
-	full := make(chan []byte, nbuf)
-	digestErr := make(chan error, 1)
-	go func() {
-		var err error
-		for b := range full {
-			if err == nil {
-				_, err = digest.Write(b)
-			}
-			free <- b[:cap(b)]
-		}
-		digestErr <- err
-	}()
-	var n int64
-	var err error
-	for {
-		if err = ctx.Err(); err != nil {
-			break
-		}
-		b := <-free
-		m, rerr := io.ReadFull(r, b)
-		if m > 0 {
-			if _, werr := out.Write(b[:m]); werr != nil {
-				err = werr
-				free <- b
-				break
-			}
-			n += int64(m)
-			full <- b[:m]
-		} else {
-			free <- b
-		}
-		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
-			break
-		}
-		if rerr != nil {
-			err = rerr
-			break
-		}
-	}
-	close(full)
-	if derr := <-digestErr; err == nil {
-		err = derr
-	}
-	return n, err
+	return fmt.Errorf("%w: %s is a directory, not a prefix file; nothing was written: move it away (rm -r it if it is junk) and rerun extract", ErrNotRegular, final)
 }
 
 type nopProgress struct{}

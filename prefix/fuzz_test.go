@@ -2,6 +2,12 @@ package prefix
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,7 +15,8 @@ import (
 	"github.com/tbhost/tbhost/prefix/prefixtest"
 )
 
-var fuzzNames = []string{"KRvK.rtbw", "KRvK.rtbz", "KQvKQ.rtbw", "KPvKP.rtbw", "KPvKP.rtbz", "KRPvKR.rtbw", "KPPvKP.rtbz", "KBNvK.rtbz", "KNvKP.rtbw", "KRvKP.rtbz"}
+var fuzzNames = []string{"KRvK.rtbw", "KRvK.rtbz", "KQvKQ.rtbw", "KPvKP.rtbw", "KPvKP.rtbz", "KRPvKR.rtbw", "KPPvKP.rtbz", "KBNvK.rtbz", "KNvKP.rtbw", "KRvKP.rtbz",
+	"KvKR.rtbw", "KNvKR.rtbw", "KPvKN.rtbw"} // the last three: colour-swapped names, for mislabelled seeds
 
 func nameIndex(name string) uint8 {
 	for i, n := range fuzzNames {
@@ -59,6 +66,18 @@ func FuzzParse(f *testing.F) {
 		addSeed(f, b, idx)
 		f.Add(b[:len(b)/2], idx, uint32(0)) // truncated
 	}
+	// Mislabelled tables (issue 12 item 8): another material's bytes under a
+	// name with the colours swapped; the parser must refuse them.
+	for _, m := range []struct{ bytes, name string }{{"KRvK.rtbw", "KvKR.rtbw"}, {"KRvKN.rtbw", "KNvKR.rtbw"}, {"KNvKP.rtbw", "KPvKN.rtbw"}} {
+		tb, err := prefixtest.Build(prefixtest.Spec{Name: m.bytes})
+		if err != nil {
+			f.Fatal(err)
+		}
+		addSeed(f, tb.Bytes, nameIndex(m.name))
+		if b, err := os.ReadFile(filepath.Join("../../shared/syzygy/tables", m.bytes)); err == nil {
+			addSeed(f, b, nameIndex(m.name))
+		}
+	}
 	f.Add([]byte("version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 80\n"), uint8(0), uint32(0))
 	f.Add([]byte("<html><body>404</body></html>"), uint8(1), uint32(0))
 	f.Add(bytes.Repeat([]byte{0xFF}, 208), uint8(2), uint32(1<<31))
@@ -73,6 +92,19 @@ func FuzzParse(f *testing.F) {
 		l, err := Parse(name, cr, size)
 		if cr.read > maxHeader || cr.max > maxHeader {
 			t.Fatalf("read %d bytes (largest read %d), bound %d", cr.read, cr.max, maxHeader)
+		}
+		// The material check alone reads a few dozen bytes and agrees with the
+		// whole parse: what it refuses as another material, Parse refuses.
+		mr := &countingReader{r: bytes.NewReader(data)}
+		merr := CheckMaterial(name, mr, size)
+		if mr.read > 64 {
+			t.Fatalf("the material check read %d bytes", mr.read)
+		}
+		if err == nil && merr != nil {
+			t.Fatalf("Parse accepts what CheckMaterial refuses: %v", merr)
+		}
+		if errors.Is(merr, ErrMaterial) && !errors.Is(err, ErrMaterial) && !errors.Is(err, ErrSize) {
+			t.Fatalf("CheckMaterial: %v; Parse: %v", merr, err)
 		}
 		if err != nil {
 			if l != nil {
@@ -130,6 +162,40 @@ func FuzzChecker(f *testing.F) {
 		}
 		if err == nil && int64(len(p)) == layouts[i].Prefix && !bytes.Equal(p[:layouts[i].Header.Size], valid[i][:layouts[i].Header.Size]) {
 			t.Fatal("a prefix with a different header passed")
+		}
+	})
+}
+
+// FuzzCopyAndDigest: for any length (up to several chunks) and any read
+// pattern, copyAndDigest writes exactly the input and digests exactly the
+// bytes it wrote (the manifest SHA-256 is the SHA-256 of the .prefix file).
+// Lengths are whole chunks plus a remainder, so mutations reach the chunk
+// hand-off that once corrupted digests of prefixes over 4 MiB.
+func FuzzCopyAndDigest(f *testing.F) {
+	f.Add(int64(1), uint8(0), uint32(0), uint16(0))
+	f.Add(int64(2), uint8(0), uint32(1), uint16(4093))
+	f.Add(int64(3), uint8(1), uint32(digestChunk-1), uint16(0))
+	f.Add(int64(4), uint8(3), uint32(1), uint16(511))
+	f.Add(int64(5), uint8(8), uint32(12345), uint16(0))
+	f.Fuzz(func(t *testing.T, seed int64, wholeChunks uint8, rest uint32, step uint16) {
+		n := int(wholeChunks%10)*digestChunk + int(rest%digestChunk)
+		src := make([]byte, n)
+		rand.New(rand.NewSource(seed)).Read(src)
+		var r io.Reader = bytes.NewReader(src)
+		if step > 0 {
+			r = &shortReader{r: r, max: int(step)}
+		}
+		var out bytes.Buffer
+		h := sha256.New()
+		got, err := copyAndDigest(context.Background(), &out, r, h, newChunks())
+		if err != nil || got != int64(n) {
+			t.Fatalf("%d bytes: copied %d, %v", n, got, err)
+		}
+		if !bytes.Equal(out.Bytes(), src) {
+			t.Fatalf("%d bytes: written bytes differ from the input", n)
+		}
+		if sum := hex.EncodeToString(h.Sum(nil)); sum != sha256Hex(src) {
+			t.Fatalf("%d bytes: digest %s, the bytes hash to %s", n, sum, sha256Hex(src))
 		}
 	})
 }

@@ -87,11 +87,14 @@ func parseName(base string) (Kind, material, error) {
 	return kind, m, nil
 }
 
-// material is the piece count per type (index: code 1 P .. 6 K), both colours together.
+// material is the piece count per type (index: code 1 P .. 6 K), both
+// colours together (count) and per colour (side[0] white: the name's first
+// side; side[1] black).
 type material struct {
 	name   string
 	pieces int
 	count  [7]int
+	side   [2][7]int
 }
 
 func parseMaterial(stem string) (material, error) {
@@ -100,7 +103,7 @@ func parseMaterial(stem string) (material, error) {
 		return material{}, fmt.Errorf("%w: %q is not a material like KRvK", ErrName, stem)
 	}
 	m := material{name: stem}
-	for _, side := range sides {
+	for colour, side := range sides {
 		if !strings.HasPrefix(side, "K") || strings.Count(side, "K") != 1 {
 			return material{}, fmt.Errorf("%w: %q: each side must have exactly one king, first", ErrName, stem)
 		}
@@ -110,6 +113,7 @@ func parseMaterial(stem string) (material, error) {
 				return material{}, fmt.Errorf("%w: %q: %q is not a piece letter (K Q R B N P)", ErrName, stem, r)
 			}
 			m.count[code]++
+			m.side[colour][code]++
 			m.pieces++
 		}
 	}

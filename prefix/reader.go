@@ -67,6 +67,11 @@ func OpenPrefix(tablePath, prefixPath string) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Refuse a directory or FIFO at the prefix's name before opening it
+	// (opening a FIFO blocks).
+	if st, err := os.Stat(prefixPath); err == nil && !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: %w: the prefix %s is a %s; move it away and rerun tbhost prefix extract", tablePath, ErrNotRegular, prefixPath, fileType(st.Mode()))
+	}
 	table, err := os.Open(tablePath)
 	if err != nil {
 		return nil, fmt.Errorf("open table: %w", err)

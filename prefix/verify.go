@@ -13,7 +13,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Finding kinds reported by Verify.
@@ -26,6 +27,7 @@ const (
 	FindCorrupt     = "corrupt"      // prefix bytes differ from what was extracted
 	FindUnrecorded  = "unrecorded"   // a prefix the manifest does not know (fast path)
 	FindBadTable    = "bad-table"    // the table itself is refused by the parser
+	FindNotRegular  = "not-regular"  // a directory, FIFO, device or socket in place of a prefix file
 )
 
 // Finding is one problem verify found.
@@ -43,8 +45,8 @@ func (f Finding) String() string {
 // VerifyOptions configure Verify.
 type VerifyOptions struct {
 	Store    string
-	Full     bool // reread the tables' prefix bytes and compare (HDD reads)
-	Jobs     int
+	Full     bool     // reread the tables' prefix bytes and compare (HDD reads)
+	Jobs     int      // parallel tables, clamped to 1..MaxJobs
 	Progress Progress // nil: silent; Advance/Done once per table
 }
 
@@ -71,10 +73,6 @@ func Verify(ctx context.Context, sources []Source, opt VerifyOptions) (*VerifyRe
 	if err != nil {
 		return rep, err
 	}
-	jobs := opt.Jobs
-	if jobs < 1 {
-		jobs = 1
-	}
 	prog := opt.Progress
 	if prog == nil {
 		prog = nopProgress{}
@@ -92,28 +90,21 @@ func Verify(ctx context.Context, sources []Source, opt VerifyOptions) (*VerifyRe
 	defer prog.End()
 	findings := make([][]Finding, len(sources))
 	read := make([]int64, len(sources))
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < jobs; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				if ctx.Err() != nil {
-					continue
-				}
-				e, has := man[sources[i].Name]
-				findings[i], read[i] = verifyOne(sources[i], opt.Store, e, has, opt.Full)
-				prog.Advance(read[i])
-				prog.Done(sources[i].Name, read[i], nil)
-			}
-		}()
+	var g errgroup.Group
+	g.SetLimit(clampJobs(opt.Jobs))
+	for i, src := range sources {
+		if ctx.Err() != nil {
+			break
+		}
+		g.Go(func() error {
+			e, has := man[src.Name]
+			findings[i], read[i] = verifyOne(ctx, src, opt.Store, e, has, opt.Full)
+			prog.Advance(read[i])
+			prog.Done(src.Name, read[i], nil)
+			return nil // findings are the result, not errors
+		})
 	}
-	for i := range sources {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
+	g.Wait()
 	if err := ctx.Err(); err != nil {
 		return rep, fmt.Errorf("verify interrupted: %w", err)
 	}
@@ -150,7 +141,7 @@ func Verify(ctx context.Context, sources []Source, opt VerifyOptions) (*VerifyRe
 	return rep, nil
 }
 
-func verifyOne(src Source, store string, e ManifestEntry, has, full bool) ([]Finding, int64) {
+func verifyOne(ctx context.Context, src Source, store string, e ManifestEntry, has, full bool) ([]Finding, int64) {
 	var out []Finding
 	add := func(kind, path, format string, a ...any) {
 		out = append(out, Finding{Kind: kind, Name: src.Name, Path: path, Detail: fmt.Sprintf(format, a...)})
@@ -167,6 +158,10 @@ func verifyOne(src Source, store string, e ManifestEntry, has, full bool) ([]Fin
 		} else {
 			add(FindMissing, ppath, "no prefix in the store; run tbhost prefix extract")
 		}
+		return out, 0
+	}
+	if !pst.Mode().IsRegular() {
+		add(FindNotRegular, ppath, "a %s, not a prefix file; servers cannot read it: move it away (rm -r it if it is junk) and rerun extract", fileType(pst.Mode()))
 		return out, 0
 	}
 	tst, err := os.Stat(src.Path)
@@ -210,7 +205,7 @@ func verifyOne(src Source, store string, e ManifestEntry, has, full bool) ([]Fin
 		return out, 0
 	}
 	// The store's own bytes: hash them and check them against the header they carry.
-	sum, n, cerr := hashAndCheck(ppath, src.Name, e)
+	sum, n, cerr := hashAndCheck(ctx, ppath, src.Name, e)
 	read := n
 	switch {
 	case cerr != nil:
@@ -228,7 +223,7 @@ func verifyOne(src Source, store string, e ManifestEntry, has, full bool) ([]Fin
 			add(FindStale, src.Path, "the table's %s prefix is now %d bytes, %d were extracted; rerun extract", e.Upto, l.PrefixLen(uptoOf(e.Upto)), e.Prefix)
 			return out, read
 		}
-		tsum, m, err := hashPrefix(src.Path, e.Prefix)
+		tsum, m, err := hashPrefix(ctx, src.Path, e.Prefix)
 		read += m
 		if err != nil {
 			add(FindBadTable, src.Path, "read table: %v", err)
@@ -246,7 +241,7 @@ func uptoOf(s string) Upto {
 
 // hashAndCheck hashes a prefix file and checks it against the header it
 // carries (parsed with the recorded table size).
-func hashAndCheck(path, name string, e ManifestEntry) (string, int64, error) {
+func hashAndCheck(ctx context.Context, path, name string, e ManifestEntry) (string, int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", 0, fmt.Errorf("open prefix: %w", err)
@@ -261,7 +256,7 @@ func hashAndCheck(path, name string, e ManifestEntry) (string, int64, error) {
 	}
 	h := sha256.New()
 	check := l.NewChecker()
-	n, err := io.Copy(io.MultiWriter(h, check), io.NewSectionReader(f, 0, e.Prefix))
+	n, err := hashSection(ctx, io.NewSectionReader(f, 0, e.Prefix), io.MultiWriter(h, check))
 	if err != nil {
 		return "", n, fmt.Errorf("read prefix: %w", err)
 	}
@@ -271,15 +266,23 @@ func hashAndCheck(path, name string, e ManifestEntry) (string, int64, error) {
 	return hex.EncodeToString(h.Sum(nil)), n, nil
 }
 
+// hashSection feeds r to digest with the read overlapped with the hashing
+// (the pipeline of extract, with nothing written).
+func hashSection(ctx context.Context, r io.Reader, digest io.Writer) (int64, error) {
+	bufs := chunkPool.Get().(*chunks)
+	defer chunkPool.Put(bufs)
+	return copyAndDigest(ctx, nil, r, digest, bufs)
+}
+
 // hashPrefix hashes the first n bytes of a file.
-func hashPrefix(path string, n int64) (string, int64, error) {
+func hashPrefix(ctx context.Context, path string, n int64) (string, int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", 0, err
 	}
 	defer f.Close()
 	h := sha256.New()
-	m, err := io.Copy(h, io.NewSectionReader(f, 0, n))
+	m, err := hashSection(ctx, io.NewSectionReader(f, 0, n), h)
 	if err != nil {
 		return "", m, err
 	}

@@ -66,7 +66,18 @@ func required(c *cli.Context, names ...string) error {
 }
 
 func jobsFlag(def int) cli.Flag {
-	return &cli.IntFlag{Name: "jobs", Value: def, Usage: "files processed in parallel (`N`; more helps on RAID arrays and with many small files)"}
+	return &cli.IntFlag{Name: "jobs", Value: def, Usage: fmt.Sprintf("files processed in parallel (`N`, 1 to %d; more helps on RAID arrays and with many small files; outside that range: usage error, exit 2)", prefix.MaxJobs)}
+}
+
+// jobs returns --jobs, or a usage error (exit 2) outside 1..prefix.MaxJobs:
+// each parallel copy holds a 3 MiB buffer, and more jobs than the disks can
+// serve only queue, so a huge value is a typo, not a request.
+func jobs(c *cli.Context) (int, error) {
+	n := c.Int("jobs")
+	if n < 1 || n > prefix.MaxJobs {
+		return 0, cliutil.Usagef("--jobs %d: give 1 to %d (files processed in parallel)", n, prefix.MaxJobs)
+	}
+	return n, nil
 }
 
 // signalContext cancels on SIGINT/SIGTERM so long runs stop cleanly.
@@ -155,8 +166,12 @@ func statsCommand() *cli.Command {
 					return cliutil.Usagef("%q after a directory: put flags before the directories (tbhost prefix stats --json --files DIR...)", a)
 				}
 			}
+			n, err := jobs(c)
+			if err != nil {
+				return err
+			}
 			start := time.Now()
-			ps, err := parseTables(ctx, g, c.Args().Slice(), c.Int("jobs"))
+			ps, err := parseTables(ctx, g, c.Args().Slice(), n)
 			if err != nil {
 				return err
 			}
@@ -236,9 +251,13 @@ func planCommand() *cli.Command {
 			if err != nil {
 				return cliutil.Usage(fmt.Errorf("--capacity: %w", err))
 			}
+			n, err := jobs(c)
+			if err != nil {
+				return err
+			}
 			ctx, cancel := signalContext(c)
 			defer cancel()
-			ps, err := parseTables(ctx, g, c.StringSlice("tables"), c.Int("jobs"))
+			ps, err := parseTables(ctx, g, c.StringSlice("tables"), n)
 			if err != nil {
 				return err
 			}
@@ -298,7 +317,7 @@ func extractCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "extract",
 		Usage: "write each table's prefix into the store (atomic, resumable, parallel)",
-		Description: `Writes <table>.prefix into --store for every table under --tables: exactly the table's
+		Description: fmt.Sprintf(`Writes <table>.prefix into --store for every table under --tables: exactly the table's
    first bytes up to the first data block (--upto block-lengths, the default) or up to the
    first block-length list (--upto sparse-index, for a small store). Only those bytes are
    read from the tables. Each prefix is checked against its header as it streams (block
@@ -306,10 +325,13 @@ func extractCommand() *cli.Command {
    and the directory fsynced: a crash never leaves a partial file under a final name.
    A manifest (tbhost-prefix-manifest.jsonl) records each table's path, size, mtime, prefix
    length and SHA-256; a rerun skips prefixes that are already valid and finishes the rest.
-   Free space is checked first. Bad tables are named, skipped, and make the exit code 1.
+   Free space is checked first. Bad tables are named, skipped, and make the exit code 1; so
+   is a table whose header holds another material than its name (KvKR.rtbw with KRvK's
+   bytes), and a table whose <table>.prefix is a directory (left alone: move it away).
+   --jobs is 1 to %d (each job holds 3 MiB of buffers); anything else is a usage error.
    With --capacity SIZE instead of --upto, each table gets the level prefix plan picks.
 
-   Example: tbhost prefix extract --tables /srv/syzygy --store /srv/prefix --jobs 8`,
+   Example: tbhost prefix extract --tables /srv/syzygy --store /srv/prefix --jobs 8`, prefix.MaxJobs),
 		Flags: []cli.Flag{
 			tablesFlag(),
 			&cli.StringFlag{Name: "store", Usage: "prefix store directory `DIR` (the NVMe mount; must exist)"},
@@ -329,12 +351,13 @@ func extractCommand() *cli.Command {
 			if err != nil {
 				return cliutil.Usage(err)
 			}
-			if c.Int("jobs") < 1 {
-				return cliutil.Usagef("--jobs %d: need at least 1", c.Int("jobs"))
+			n, err := jobs(c)
+			if err != nil {
+				return err
 			}
 			ctx, cancel := signalContext(c)
 			defer cancel()
-			ps, err := parseTables(ctx, g, c.StringSlice("tables"), c.Int("jobs"))
+			ps, err := parseTables(ctx, g, c.StringSlice("tables"), n)
 			if err != nil {
 				return err
 			}
@@ -365,7 +388,7 @@ func extractCommand() *cli.Command {
 				prog = newProgress(g)
 			}
 			rep, err := prefix.Extract(ctx, ps, prefix.ExtractOptions{
-				Store: c.String("store"), Upto: upto, UptoByName: byName, Jobs: c.Int("jobs"), Force: c.Bool("force"),
+				Store: c.String("store"), Upto: upto, UptoByName: byName, Jobs: n, Force: c.Bool("force"),
 				Pause: c.Duration("pause-each"), Progress: prog,
 			})
 			if err != nil {
@@ -414,7 +437,8 @@ func verifyCommand() *cli.Command {
      corrupt      prefix bytes differ from their recorded SHA-256, or from their own header
      stale        the table changed since extraction (size or mtime; with --full, its bytes)
      unrecorded   a prefix the manifest does not know (use --full to compare it with the table)
-     bad-table    the table itself is refused
+     bad-table    the table itself is refused (also: its header is another material than its name)
+     not-regular  a directory, FIFO, device or socket where a prefix file should be
    The default reads only the store (NVMe) and stats the tables; --full also rereads each
    table's prefix bytes from the HDDs and compares. Exit 0 clean, 1 findings, 3 could not run.
    A stale prefix must never pass: servers that use the store check nothing themselves.`,
@@ -430,6 +454,10 @@ func verifyCommand() *cli.Command {
 				return err
 			}
 			g := cliutil.Get(c)
+			n, err := jobs(c)
+			if err != nil {
+				return err
+			}
 			ctx, cancel := signalContext(c)
 			defer cancel()
 			srcs, err := prefix.FindTables(c.StringSlice("tables"))
@@ -439,7 +467,7 @@ func verifyCommand() *cli.Command {
 			if len(srcs) == 0 {
 				return cliutil.Problemf("no .rtbw or .rtbz files under %s", strings.Join(c.StringSlice("tables"), ", "))
 			}
-			opt := prefix.VerifyOptions{Store: c.String("store"), Full: c.Bool("full"), Jobs: c.Int("jobs")}
+			opt := prefix.VerifyOptions{Store: c.String("store"), Full: c.Bool("full"), Jobs: n}
 			if p := terminalProgress(g); p != nil {
 				opt.Progress = p
 			}

@@ -306,10 +306,40 @@ func TestUsageErrors(t *testing.T) {
 		{"prefix", "plan", "--tables", dir, "--capacity", "12 apples"},
 		{"prefix", "verify", "--tables", dir},
 		{"prefix", "nosuch"},
+		{"prefix", "extract", "--tables", dir, "--store", dir, "--jobs", "0"},
 	} {
 		if code, _, errs := runCLI(t, args...); code != cliutil.ExitUsage {
 			t.Errorf("%v: exit %d, want 2 (%s)", args, code, errs)
 		}
+	}
+}
+
+// Issue 12 defect 6: --jobs 1000000 ended in a fatal out-of-memory error.
+// Above prefix.MaxJobs every subcommand refuses with a usage error (exit 2)
+// naming the bound, before it reads a table or touches the store.
+func TestHugeJobsIsUsageError(t *testing.T) {
+	tables, store := t.TempDir(), t.TempDir()
+	if _, _, err := prefixtest.WriteTable(tables, prefixtest.Spec{Name: "KRvK.rtbw"}); err != nil {
+		t.Fatal(err)
+	}
+	huge := "1000000"
+	for _, args := range [][]string{
+		{"prefix", "extract", "--tables", tables, "--store", store, "--jobs", huge},
+		{"prefix", "verify", "--tables", tables, "--store", store, "--jobs", huge},
+		{"prefix", "stats", "--jobs", huge, tables},
+		{"prefix", "plan", "--tables", tables, "--capacity", "1GiB", "--jobs", huge},
+		{"prefix", "extract", "--tables", tables, "--store", store, "--jobs", fmt.Sprint(prefix.MaxJobs + 1)},
+	} {
+		code, out, errs := runCLI(t, args...)
+		if code != cliutil.ExitUsage || !strings.Contains(errs, fmt.Sprintf("give 1 to %d", prefix.MaxJobs)) || out != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 naming the bound", args, code, out, errs)
+		}
+	}
+	if ents, _ := os.ReadDir(store); len(ents) != 0 {
+		t.Errorf("the store was touched: %v", ents)
+	}
+	if code, _, errs := runCLI(t, "prefix", "extract", "--tables", tables, "--store", store, "--jobs", fmt.Sprint(prefix.MaxJobs)); code != 0 {
+		t.Errorf("--jobs %d (the bound) refused: exit %d %s", prefix.MaxJobs, code, errs)
 	}
 }
 
