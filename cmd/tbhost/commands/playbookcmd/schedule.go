@@ -44,15 +44,14 @@ func scheduleCommand() *cli.Command {
 }
 
 func scheduleAction(c *cli.Context) error {
-	o, handled, err := parseOnePlaybook(c, "schedule")
-	if handled || err != nil {
+	arg, err := onePlaybook(c, "schedule")
+	if err != nil {
 		return err
 	}
-	g := o.globals()
-	if o.Bool("systemd") && o.Bool("cron") {
+	g := cliutil.Get(c)
+	if c.Bool("systemd") && c.Bool("cron") {
 		return cliutil.Usagef("give --systemd or --cron, not both")
 	}
-	arg := o.args[0]
 	pb, err := load(arg)
 	if err != nil {
 		return err
@@ -72,7 +71,7 @@ func scheduleAction(c *cli.Context) error {
 			return cliutil.Problemf("playbook %s has a confirmation gate (step %s: %q); a scheduled run would pass it unattended with --yes, so tbhost does not schedule it: schedule check playbooks such as health-check", pb.Name, s.Name, s.Confirm.Prompt)
 		}
 	}
-	hour, minute, err := playbooks.ParseAt(o.String("at"))
+	hour, minute, err := playbooks.ParseAt(c.String("at"))
 	if err != nil {
 		return cliutil.Usage(err)
 	}
@@ -81,7 +80,7 @@ func scheduleAction(c *cli.Context) error {
 			return cliutil.CannotRun(err)
 		}
 	}
-	binary := o.String("binary")
+	binary := c.String("binary")
 	if binary == "" {
 		if binary, err = os.Executable(); err != nil {
 			return cliutil.CannotRun(fmt.Errorf("find this tbhost binary (pass --binary): %w", err))
@@ -91,7 +90,7 @@ func scheduleAction(c *cli.Context) error {
 		}
 		if strings.Contains(binary, "go-build") || strings.HasPrefix(binary, os.TempDir()) {
 			msg := fmt.Sprintf("this tbhost runs from a temporary build (%s): install it (e.g. go build -o /usr/local/bin/tbhost ./cmd/tbhost) and pass --binary /usr/local/bin/tbhost", binary)
-			if o.Bool("install") {
+			if c.Bool("install") {
 				return cliutil.Problemf("%s", msg)
 			}
 			fmt.Fprintf(g.Stderr, "warning: %s\n", msg)
@@ -104,11 +103,11 @@ func scheduleAction(c *cli.Context) error {
 	for _, s := range sets(c) {
 		args = append(args, "--set", s)
 	}
-	sch := playbooks.Schedule{Name: pb.Name, Playbook: arg, Binary: binary, Args: args, Hour: hour, Minute: minute, User: o.String("user")}
+	sch := playbooks.Schedule{Name: pb.Name, Playbook: arg, Binary: binary, Args: args, Hour: hour, Minute: minute, User: c.String("user")}
 	type file struct{ name, content string }
 	var files []file
-	dest := o.String("dest")
-	if o.Bool("cron") {
+	dest := c.String("dest")
+	if c.Bool("cron") {
 		files = []file{{sch.UnitName(), sch.Cron()}}
 		if dest == "" {
 			dest = "/etc/cron.d"
@@ -119,7 +118,7 @@ func scheduleAction(c *cli.Context) error {
 			dest = "/etc/systemd/system"
 		}
 	}
-	if !o.Bool("install") {
+	if !c.Bool("install") {
 		for i, f := range files {
 			if i > 0 {
 				fmt.Fprintln(g.Stdout)
@@ -129,11 +128,11 @@ func scheduleAction(c *cli.Context) error {
 		return nil
 	}
 	for _, f := range files {
-		if err := installFile(g.Stdout, filepath.Join(dest, f.name), f.content, o.Bool("force")); err != nil {
+		if err := installFile(g.Stdout, filepath.Join(dest, f.name), f.content, c.Bool("force")); err != nil {
 			return err
 		}
 	}
-	if o.Bool("cron") {
+	if c.Bool("cron") {
 		fmt.Fprintf(g.Stdout, "cron picks up %s by itself.\n", filepath.Join(dest, files[0].name))
 	} else {
 		fmt.Fprintf(g.Stdout, "next: systemctl daemon-reload && systemctl enable --now %s.timer\n", sch.UnitName())

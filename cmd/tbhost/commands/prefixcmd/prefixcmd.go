@@ -7,11 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -67,11 +64,6 @@ func required(c *cli.Context, names ...string) error {
 
 func jobsFlag(def int) cli.Flag {
 	return &cli.IntFlag{Name: "jobs", Value: def, Usage: "files processed in parallel (`N`; more helps on RAID arrays and with many small files)"}
-}
-
-// signalContext cancels on SIGINT/SIGTERM so long runs stop cleanly.
-func signalContext(c *cli.Context) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 }
 
 // parseTables finds and parses the tables; refused files go to stderr.
@@ -148,13 +140,8 @@ func statsCommand() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			g := cliutil.Get(c)
-			ctx, cancel := signalContext(c)
+			ctx, cancel := cliutil.SignalContext(c)
 			defer cancel()
-			for _, a := range c.Args().Slice() {
-				if strings.HasPrefix(a, "-") {
-					return cliutil.Usagef("%q after a directory: put flags before the directories (tbhost prefix stats --json --files DIR...)", a)
-				}
-			}
 			start := time.Now()
 			ps, err := parseTables(ctx, g, c.Args().Slice(), c.Int("jobs"))
 			if err != nil {
@@ -236,7 +223,7 @@ func planCommand() *cli.Command {
 			if err != nil {
 				return cliutil.Usage(fmt.Errorf("--capacity: %w", err))
 			}
-			ctx, cancel := signalContext(c)
+			ctx, cancel := cliutil.SignalContext(c)
 			defer cancel()
 			ps, err := parseTables(ctx, g, c.StringSlice("tables"), c.Int("jobs"))
 			if err != nil {
@@ -332,7 +319,7 @@ func extractCommand() *cli.Command {
 			if c.Int("jobs") < 1 {
 				return cliutil.Usagef("--jobs %d: need at least 1", c.Int("jobs"))
 			}
-			ctx, cancel := signalContext(c)
+			ctx, cancel := cliutil.SignalContext(c)
 			defer cancel()
 			ps, err := parseTables(ctx, g, c.StringSlice("tables"), c.Int("jobs"))
 			if err != nil {
@@ -430,7 +417,7 @@ func verifyCommand() *cli.Command {
 				return err
 			}
 			g := cliutil.Get(c)
-			ctx, cancel := signalContext(c)
+			ctx, cancel := cliutil.SignalContext(c)
 			defer cancel()
 			srcs, err := prefix.FindTables(c.StringSlice("tables"))
 			if err != nil {
