@@ -10,6 +10,8 @@ import (
 	"strings"
 	"text/template"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/tbhost/tbhost/internal/sizes"
 )
@@ -103,6 +105,9 @@ func (p Param) convert(raw string) (any, error) {
 	if typ == "" {
 		typ = "string"
 	}
+	if err := plainText(raw); err != nil {
+		return nil, err
+	}
 	if typ == "list" {
 		var items []string
 		for _, s := range strings.Split(raw, ",") {
@@ -137,9 +142,7 @@ func (p Param) convert(raw string) (any, error) {
 	case "duration":
 		_, err = time.ParseDuration(raw)
 	case "path":
-		if !filepath.IsAbs(raw) {
-			err = fmt.Errorf("want an absolute path")
-		}
+		err = checkPath(raw)
 	case "string":
 	default:
 		return nil, fmt.Errorf("unknown type %q (types: %s)", p.Type, strings.Join(ParamTypes(), ", "))
@@ -148,6 +151,41 @@ func (p Param) convert(raw string) (any, error) {
 		return nil, fmt.Errorf("%q is not a valid %s: %w", raw, typ, err)
 	}
 	return raw, p.check(raw)
+}
+
+// plainText refuses what must never reach a generated line (a systemd unit,
+// a cron line, an fstab entry, a log line): control characters (newline,
+// carriage return, tab, NUL, DEL, C1) and invalid UTF-8. A parameter value
+// is one argv element, and one field of whatever a step writes.
+func plainText(s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%q is not valid UTF-8", s)
+	}
+	for i, r := range s {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return fmt.Errorf("%q has a control character (%U at byte %d); values are single-line text", s, r, i)
+		}
+	}
+	return nil
+}
+
+// checkPath is the path type: absolute, and one field of an fstab or cron
+// line as written. Whitespace would split the field (fstab wants \040, which
+// mkdir and mount do not read), and a backslash is fstab's escape, so the
+// mount point fstab names would differ from the directory the steps make.
+func checkPath(s string) error {
+	if !filepath.IsAbs(s) {
+		return errors.New("want an absolute path")
+	}
+	for _, r := range s {
+		if unicode.IsSpace(r) {
+			return errors.New("a path with a space is refused: it would split an fstab or cron field (choose a path without spaces)")
+		}
+		if r == '\\' {
+			return errors.New("a path with a backslash is refused: fstab reads it as an escape (\\040), so it would name another path")
+		}
+	}
+	return nil
 }
 
 func (p Param) check(s string) error {

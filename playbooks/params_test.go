@@ -165,3 +165,37 @@ func TestNames(t *testing.T) {
 		}
 	}
 }
+
+// Issue 12 defect 5: every value is single-line text; a path is one fstab
+// field (no whitespace, no backslash escape).
+func TestConvertRefusesLineBreakingValues(t *testing.T) {
+	for _, tc := range []struct {
+		typ, raw string
+		ok       bool
+	}{
+		{"path", "/srv/syzygy", true},
+		{"path", "/srv/syzy gy", false},
+		{"path", "/srv/syzygy\n/x", false},
+		{"path", `/srv/a\040b`, false},
+		{"path", "/srv/a\u00a0b", false},
+		{"string", "vg-hdd/tables", true},
+		{"string", "100% sure", true},
+		{"string", "a\nb", false},
+		{"string", "a\rb", false},
+		{"string", "a\x00b", false},
+		{"string", "a\u0085b", false},
+		{"string", "a\u2028b", false},
+		{"string", "\xff", false},
+		{"list", "/dev/a,/dev/b", true},
+		{"list", "/dev/a,/dev/b\n", false},
+		{"duration", "30s\t", false},
+		{"size", "1GiB\x1b", false},
+		{"int", "1\n", false},
+		{"bool", "true\n", false},
+	} {
+		_, err := Param{Name: "p", Type: tc.typ}.convert(tc.raw)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s %q: err %v, want ok=%v", tc.typ, tc.raw, err, tc.ok)
+		}
+	}
+}

@@ -104,6 +104,9 @@ func scheduleAction(c *cli.Context) error {
 		args = append(args, "--set", s)
 	}
 	sch := playbooks.Schedule{Name: pb.Name, Playbook: arg, Binary: binary, Args: args, Hour: hour, Minute: minute, User: c.String("user")}
+	if err := sch.Check(); err != nil {
+		return cliutil.Usage(fmt.Errorf("nothing written: %w", err))
+	}
 	type file struct{ name, content string }
 	var files []file
 	dest := c.String("dest")
