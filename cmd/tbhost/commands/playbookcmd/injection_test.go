@@ -101,3 +101,61 @@ func TestRunRefusesValuesThatBreakFstabLines(t *testing.T) {
 		}
 	}
 }
+
+// Issue 12 item 8: schedule --install wrote through a pre-planted symlink.
+// A symlink at a unit's path is refused (exit 1, with or without --force),
+// its target and the link stay as they were, and no file is written; a
+// symlink at the old fixed temporary name is never followed.
+func TestScheduleInstallRefusesSymlinks(t *testing.T) {
+	victimDir := t.TempDir()
+	victim := filepath.Join(victimDir, "shadow")
+	const secret = "root:$y$...:19000:0:99999:7:::\n"
+	if err := os.WriteFile(victim, []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, planted := range []string{"tbhost-health-check.service", "tbhost-health-check.timer", "tbhost-health-check.service.tbhost-new"} {
+		for _, extra := range [][]string{nil, {"--force"}} {
+			for _, target := range []string{victim, filepath.Join(victimDir, "missing")} {
+				dest := t.TempDir()
+				link := filepath.Join(dest, planted)
+				if err := os.Symlink(target, link); err != nil {
+					t.Fatal(err)
+				}
+				args := append([]string{"playbook", "schedule", "--install", "--dest", dest, "--binary", "/usr/local/bin/tbhost"}, extra...)
+				code, out, stderr := runApp(t, true, append(args, "health-check")...)
+				if strings.HasSuffix(planted, ".tbhost-new") {
+					// not a name tbhost uses any more: the install works and ignores it
+					if code != 0 {
+						t.Errorf("%s %v: exit %d %s%s", planted, extra, code, out, stderr)
+					}
+				} else {
+					if code != 1 || !strings.Contains(stderr, "is a symlink") {
+						t.Errorf("%s -> %s %v: exit %d, want 1 refusing the symlink\n%s%s", planted, target, extra, code, out, stderr)
+					}
+					ents, _ := os.ReadDir(dest)
+					if len(ents) != 1 {
+						t.Errorf("%s %v: the refused install wrote files: %v", planted, extra, ents)
+					}
+				}
+				if got, err := os.Readlink(link); err != nil || got != target {
+					t.Errorf("%s: the link was replaced or changed (%q, %v)", planted, got, err)
+				}
+				if b, _ := os.ReadFile(victim); string(b) != secret {
+					t.Fatalf("%s %v: the install wrote through the symlink into %s:\n%s", planted, extra, victim, b)
+				}
+				if _, err := os.Lstat(filepath.Join(victimDir, "missing")); err == nil {
+					t.Fatalf("%s %v: the install created the dangling link's target", planted, extra)
+				}
+			}
+		}
+	}
+	// A directory in the way is refused the same way.
+	dest := t.TempDir()
+	os.Mkdir(filepath.Join(dest, "tbhost-health-check.timer"), 0o755)
+	if code, _, stderr := runApp(t, true, "playbook", "schedule", "--install", "--dest", dest, "--binary", "/usr/local/bin/tbhost", "health-check"); code != 1 || !strings.Contains(stderr, "is a directory") {
+		t.Errorf("directory in the way: exit %d %s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dest, "tbhost-health-check.service")); err == nil {
+		t.Error("the service was written although the timer was refused")
+	}
+}
