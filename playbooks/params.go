@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+	"text/template/parse"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -262,11 +263,115 @@ func render(s string, vals Values) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("template %q: %w", s, err)
 	}
-	var b strings.Builder
-	if err := t.Execute(&b, map[string]any(vals)); err != nil {
+	if err := checkTemplate(t); err != nil {
+		return "", fmt.Errorf("template %q: %w", s, err)
+	}
+	b := &limitedBuilder{max: maxRendered}
+	if err := t.Execute(b, map[string]any(vals)); err != nil {
 		return "", fmt.Errorf("template %q: %w", s, cleanTemplateErr(err))
 	}
 	return b.String(), nil
+}
+
+// maxRendered bounds what one template may render (an argv element).
+const maxRendered = 64 << 10
+
+// limitedBuilder is a strings.Builder that refuses to grow past max.
+type limitedBuilder struct {
+	strings.Builder
+	max int
+}
+
+func (b *limitedBuilder) Write(p []byte) (int, error) {
+	if b.Len()+len(p) > b.max {
+		return 0, fmt.Errorf("renders more than %d bytes", b.max)
+	}
+	return b.Builder.Write(p)
+}
+
+// templateIdents are the functions a playbook template may call: the
+// playbook functions and Go's comparisons and logic. printf (a width can
+// allocate gigabytes), call, and the rest are not needed in an argv.
+var templateIdents = map[string]bool{
+	"opt": true, "args": true, "dirname": true,
+	"and": true, "or": true, "not": true, "len": true, "index": true,
+	"eq": true, "ne": true, "lt": true, "le": true, "gt": true, "ge": true,
+}
+
+// checkTemplate keeps playbook templates to what an argv needs: text,
+// parameter fields, if/else/with and the functions above. {{define}},
+// {{template}}, {{block}} (recursion costs seconds per render) and {{range}}
+// (nested ranges, or a range over a number, loop for ever) are refused,
+// so rendering is linear in the template and the values.
+func checkTemplate(t *template.Template) error {
+	if len(t.Templates()) > 1 {
+		return errors.New("{{define}} and {{block}} are not allowed in playbook templates")
+	}
+	var walk func(n parse.Node) error
+	walk = func(n parse.Node) error {
+		switch x := n.(type) {
+		case nil:
+			return nil
+		case *parse.ListNode:
+			if x == nil {
+				return nil
+			}
+			for _, c := range x.Nodes {
+				if err := walk(c); err != nil {
+					return err
+				}
+			}
+		case *parse.TextNode, *parse.CommentNode, *parse.FieldNode, *parse.VariableNode,
+			*parse.StringNode, *parse.BoolNode, *parse.NumberNode, *parse.DotNode, *parse.NilNode:
+		case *parse.ActionNode:
+			return walk(x.Pipe)
+		case *parse.PipeNode:
+			if x == nil {
+				return nil
+			}
+			for _, c := range x.Cmds {
+				if err := walk(c); err != nil {
+					return err
+				}
+			}
+		case *parse.CommandNode:
+			for _, a := range x.Args {
+				if err := walk(a); err != nil {
+					return err
+				}
+			}
+		case *parse.ChainNode:
+			return walk(x.Node)
+		case *parse.IdentifierNode:
+			if !templateIdents[x.Ident] {
+				return fmt.Errorf("function %s is not allowed in playbook templates (allowed: opt, args, dirname, and, or, not, len, index, eq, ne, lt, le, gt, ge)", x.Ident)
+			}
+		case *parse.IfNode:
+			return walkBranch(walk, &x.BranchNode)
+		case *parse.WithNode:
+			return walkBranch(walk, &x.BranchNode)
+		case *parse.RangeNode:
+			return errors.New("{{range}} is not allowed in playbook templates (use args or opt for lists)")
+		case *parse.TemplateNode:
+			return errors.New("{{template}} is not allowed in playbook templates")
+		default:
+			return fmt.Errorf("%s is not allowed in playbook templates", n)
+		}
+		return nil
+	}
+	if t.Tree == nil {
+		return nil
+	}
+	return walk(t.Tree.Root)
+}
+
+func walkBranch(walk func(parse.Node) error, b *parse.BranchNode) error {
+	for _, n := range []parse.Node{b.Pipe, b.List, b.ElseList} {
+		if err := walk(n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func cleanTemplateErr(err error) error {

@@ -3,6 +3,7 @@ package playbooks
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 const paramsPB = `name: p
@@ -196,6 +197,41 @@ func TestConvertRefusesLineBreakingValues(t *testing.T) {
 		_, err := Param{Name: "p", Type: tc.typ}.convert(tc.raw)
 		if (err == nil) != tc.ok {
 			t.Errorf("%s %q: err %v, want ok=%v", tc.typ, tc.raw, err, tc.ok)
+		}
+	}
+}
+
+// A playbook template is an argv element, not a program: recursion
+// ({{define}}/{{template}}, a second per render), ranges (nested or over a
+// number, unbounded loops) and printf widths (gigabytes) are refused, found
+// by FuzzParse (its recursive-template seed took 1 s per render).
+func TestRenderRefusesCostlyTemplates(t *testing.T) {
+	vals := Values{"l": []string{"a", "b"}, "s": "x", "b": true}
+	for _, tpl := range []string{
+		`{{define "a"}}{{template "a"}}{{end}}{{template "a"}}`,
+		`{{block "a" .}}x{{end}}`,
+		`{{range .l}}{{range $.l}}{{end}}{{end}}`,
+		`{{range 1000000000}}{{end}}`,
+		`{{printf "%999999999d" 1}}`,
+		`{{call .s}}`,
+		`{{if .b}}{{printf "%s" .s}}{{end}}`,
+	} {
+		start := time.Now()
+		if _, err := render(tpl, vals); err == nil {
+			t.Errorf("%s: rendered", tpl)
+		}
+		if d := time.Since(start); d > 100*time.Millisecond {
+			t.Errorf("%s: took %v", tpl, d)
+		}
+	}
+	for tpl, want := range map[string]string{
+		`{{if and .b (ne .s "")}}--x{{else}}--y{{end}}`: "--x",
+		`{{with .s}}{{.}}{{end}}`:                        "x",
+		`{{index .l 1}}{{len .l}}{{dirname "/a/b"}}`:     "b2/a",
+		`{{/* note */}}{{.s}}`:                           "x",
+	} {
+		if got, err := render(tpl, vals); err != nil || got != want {
+			t.Errorf("%s: %q %v, want %q", tpl, got, err, want)
 		}
 	}
 }
