@@ -226,9 +226,9 @@ func TestRenderRefusesCostlyTemplates(t *testing.T) {
 	}
 	for tpl, want := range map[string]string{
 		`{{if and .b (ne .s "")}}--x{{else}}--y{{end}}`: "--x",
-		`{{with .s}}{{.}}{{end}}`:                        "x",
-		`{{index .l 1}}{{len .l}}{{dirname "/a/b"}}`:     "b2/a",
-		`{{/* note */}}{{.s}}`:                           "x",
+		`{{with .s}}{{.}}{{end}}`:                       "x",
+		`{{index .l 1}}{{len .l}}{{dirname "/a/b"}}`:    "b2/a",
+		`{{/* note */}}{{.s}}`:                          "x",
 	} {
 		if got, err := render(tpl, vals); err != nil || got != want {
 			t.Errorf("%s: %q %v, want %q", tpl, got, err, want)

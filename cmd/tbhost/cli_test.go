@@ -173,7 +173,7 @@ func TestEveryFlagWorksAfterTheArguments(t *testing.T) {
 			}
 			for _, flag := range forms {
 				for _, args := range [][]string{
-					append(append([]string{"pos1", "pos2"}, flag...)),
+					append([]string{"pos1", "pos2"}, flag...),
 					append(append([]string{"pos1"}, flag...), "pos2"),
 					append(append([]string(nil), flag...), "pos1", "pos2"),
 				} {
