@@ -9,7 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+	"text/template/parse"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/tbhost/tbhost/internal/sizes"
 )
@@ -103,6 +106,9 @@ func (p Param) convert(raw string) (any, error) {
 	if typ == "" {
 		typ = "string"
 	}
+	if err := plainText(raw); err != nil {
+		return nil, err
+	}
 	if typ == "list" {
 		var items []string
 		for _, s := range strings.Split(raw, ",") {
@@ -137,9 +143,7 @@ func (p Param) convert(raw string) (any, error) {
 	case "duration":
 		_, err = time.ParseDuration(raw)
 	case "path":
-		if !filepath.IsAbs(raw) {
-			err = fmt.Errorf("want an absolute path")
-		}
+		err = checkPath(raw)
 	case "string":
 	default:
 		return nil, fmt.Errorf("unknown type %q (types: %s)", p.Type, strings.Join(ParamTypes(), ", "))
@@ -148,6 +152,41 @@ func (p Param) convert(raw string) (any, error) {
 		return nil, fmt.Errorf("%q is not a valid %s: %w", raw, typ, err)
 	}
 	return raw, p.check(raw)
+}
+
+// plainText refuses what must never reach a generated line (a systemd unit,
+// a cron line, an fstab entry, a log line): control characters (newline,
+// carriage return, tab, NUL, DEL, C1) and invalid UTF-8. A parameter value
+// is one argv element, and one field of whatever a step writes.
+func plainText(s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%q is not valid UTF-8", s)
+	}
+	for i, r := range s {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return fmt.Errorf("%q has a control character (%U at byte %d); values are single-line text", s, r, i)
+		}
+	}
+	return nil
+}
+
+// checkPath is the path type: absolute, and one field of an fstab or cron
+// line as written. Whitespace would split the field (fstab wants \040, which
+// mkdir and mount do not read), and a backslash is fstab's escape, so the
+// mount point fstab names would differ from the directory the steps make.
+func checkPath(s string) error {
+	if !filepath.IsAbs(s) {
+		return errors.New("want an absolute path")
+	}
+	for _, r := range s {
+		if unicode.IsSpace(r) {
+			return errors.New("a path with a space is refused: it would split an fstab or cron field (choose a path without spaces)")
+		}
+		if r == '\\' {
+			return errors.New("a path with a backslash is refused: fstab reads it as an escape (\\040), so it would name another path")
+		}
+	}
+	return nil
 }
 
 func (p Param) check(s string) error {
@@ -224,11 +263,115 @@ func render(s string, vals Values) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("template %q: %w", s, err)
 	}
-	var b strings.Builder
-	if err := t.Execute(&b, map[string]any(vals)); err != nil {
+	if err := checkTemplate(t); err != nil {
+		return "", fmt.Errorf("template %q: %w", s, err)
+	}
+	b := &limitedBuilder{max: maxRendered}
+	if err := t.Execute(b, map[string]any(vals)); err != nil {
 		return "", fmt.Errorf("template %q: %w", s, cleanTemplateErr(err))
 	}
 	return b.String(), nil
+}
+
+// maxRendered bounds what one template may render (an argv element).
+const maxRendered = 64 << 10
+
+// limitedBuilder is a strings.Builder that refuses to grow past max.
+type limitedBuilder struct {
+	strings.Builder
+	max int
+}
+
+func (b *limitedBuilder) Write(p []byte) (int, error) {
+	if b.Len()+len(p) > b.max {
+		return 0, fmt.Errorf("renders more than %d bytes", b.max)
+	}
+	return b.Builder.Write(p)
+}
+
+// templateIdents are the functions a playbook template may call: the
+// playbook functions and Go's comparisons and logic. printf (a width can
+// allocate gigabytes), call, and the rest are not needed in an argv.
+var templateIdents = map[string]bool{
+	"opt": true, "args": true, "dirname": true,
+	"and": true, "or": true, "not": true, "len": true, "index": true,
+	"eq": true, "ne": true, "lt": true, "le": true, "gt": true, "ge": true,
+}
+
+// checkTemplate keeps playbook templates to what an argv needs: text,
+// parameter fields, if/else/with and the functions above. {{define}},
+// {{template}}, {{block}} (recursion costs seconds per render) and {{range}}
+// (nested ranges, or a range over a number, loop for ever) are refused,
+// so rendering is linear in the template and the values.
+func checkTemplate(t *template.Template) error {
+	if len(t.Templates()) > 1 {
+		return errors.New("{{define}} and {{block}} are not allowed in playbook templates")
+	}
+	var walk func(n parse.Node) error
+	walk = func(n parse.Node) error {
+		switch x := n.(type) {
+		case nil:
+			return nil
+		case *parse.ListNode:
+			if x == nil {
+				return nil
+			}
+			for _, c := range x.Nodes {
+				if err := walk(c); err != nil {
+					return err
+				}
+			}
+		case *parse.TextNode, *parse.CommentNode, *parse.FieldNode, *parse.VariableNode,
+			*parse.StringNode, *parse.BoolNode, *parse.NumberNode, *parse.DotNode, *parse.NilNode:
+		case *parse.ActionNode:
+			return walk(x.Pipe)
+		case *parse.PipeNode:
+			if x == nil {
+				return nil
+			}
+			for _, c := range x.Cmds {
+				if err := walk(c); err != nil {
+					return err
+				}
+			}
+		case *parse.CommandNode:
+			for _, a := range x.Args {
+				if err := walk(a); err != nil {
+					return err
+				}
+			}
+		case *parse.ChainNode:
+			return walk(x.Node)
+		case *parse.IdentifierNode:
+			if !templateIdents[x.Ident] {
+				return fmt.Errorf("function %s is not allowed in playbook templates (allowed: opt, args, dirname, and, or, not, len, index, eq, ne, lt, le, gt, ge)", x.Ident)
+			}
+		case *parse.IfNode:
+			return walkBranch(walk, &x.BranchNode)
+		case *parse.WithNode:
+			return walkBranch(walk, &x.BranchNode)
+		case *parse.RangeNode:
+			return errors.New("{{range}} is not allowed in playbook templates (use args or opt for lists)")
+		case *parse.TemplateNode:
+			return errors.New("{{template}} is not allowed in playbook templates")
+		default:
+			return fmt.Errorf("%s is not allowed in playbook templates", n)
+		}
+		return nil
+	}
+	if t.Tree == nil {
+		return nil
+	}
+	return walk(t.Tree.Root)
+}
+
+func walkBranch(walk func(parse.Node) error, b *parse.BranchNode) error {
+	for _, n := range []parse.Node{b.Pipe, b.List, b.ElseList} {
+		if err := walk(n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func cleanTemplateErr(err error) error {

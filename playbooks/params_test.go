@@ -3,6 +3,7 @@ package playbooks
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 const paramsPB = `name: p
@@ -162,6 +163,75 @@ func TestNames(t *testing.T) {
 	for s, want := range map[string]bool{"plan": true, "hold_file": true, "_x1": true, "1x": false, "hold-file": false, "": false} {
 		if validParamName(s) != want {
 			t.Errorf("param name %q: want %v", s, want)
+		}
+	}
+}
+
+// Issue 12 defect 5: every value is single-line text; a path is one fstab
+// field (no whitespace, no backslash escape).
+func TestConvertRefusesLineBreakingValues(t *testing.T) {
+	for _, tc := range []struct {
+		typ, raw string
+		ok       bool
+	}{
+		{"path", "/srv/syzygy", true},
+		{"path", "/srv/syzy gy", false},
+		{"path", "/srv/syzygy\n/x", false},
+		{"path", `/srv/a\040b`, false},
+		{"path", "/srv/a\u00a0b", false},
+		{"string", "vg-hdd/tables", true},
+		{"string", "100% sure", true},
+		{"string", "a\nb", false},
+		{"string", "a\rb", false},
+		{"string", "a\x00b", false},
+		{"string", "a\u0085b", false},
+		{"string", "a\u2028b", false},
+		{"string", "\xff", false},
+		{"list", "/dev/a,/dev/b", true},
+		{"list", "/dev/a,/dev/b\n", false},
+		{"duration", "30s\t", false},
+		{"size", "1GiB\x1b", false},
+		{"int", "1\n", false},
+		{"bool", "true\n", false},
+	} {
+		_, err := Param{Name: "p", Type: tc.typ}.convert(tc.raw)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s %q: err %v, want ok=%v", tc.typ, tc.raw, err, tc.ok)
+		}
+	}
+}
+
+// A playbook template is an argv element, not a program: recursion
+// ({{define}}/{{template}}, a second per render), ranges (nested or over a
+// number, unbounded loops) and printf widths (gigabytes) are refused, found
+// by FuzzParse (its recursive-template seed took 1 s per render).
+func TestRenderRefusesCostlyTemplates(t *testing.T) {
+	vals := Values{"l": []string{"a", "b"}, "s": "x", "b": true}
+	for _, tpl := range []string{
+		`{{define "a"}}{{template "a"}}{{end}}{{template "a"}}`,
+		`{{block "a" .}}x{{end}}`,
+		`{{range .l}}{{range $.l}}{{end}}{{end}}`,
+		`{{range 1000000000}}{{end}}`,
+		`{{printf "%999999999d" 1}}`,
+		`{{call .s}}`,
+		`{{if .b}}{{printf "%s" .s}}{{end}}`,
+	} {
+		start := time.Now()
+		if _, err := render(tpl, vals); err == nil {
+			t.Errorf("%s: rendered", tpl)
+		}
+		if d := time.Since(start); d > 100*time.Millisecond {
+			t.Errorf("%s: took %v", tpl, d)
+		}
+	}
+	for tpl, want := range map[string]string{
+		`{{if and .b (ne .s "")}}--x{{else}}--y{{end}}`: "--x",
+		`{{with .s}}{{.}}{{end}}`:                       "x",
+		`{{index .l 1}}{{len .l}}{{dirname "/a/b"}}`:    "b2/a",
+		`{{/* note */}}{{.s}}`:                          "x",
+	} {
+		if got, err := render(tpl, vals); err != nil || got != want {
+			t.Errorf("%s: %q %v, want %q", tpl, got, err, want)
 		}
 	}
 }

@@ -31,13 +31,22 @@ type StepRunner interface {
 
 // ProcRunner runs real processes, each in its own process group, with stdin
 // from /dev/null (a step never prompts). When the context ends it sends
-// SIGTERM to the whole group, then SIGKILL after Grace.
+// SIGTERM to the whole group, then SIGKILL after Grace. When the step's
+// process ends by itself, whatever it left running in its group (a
+// `sleep 300 &`) is killed: a step's background child must not outlive the
+// step, hold the playbook's lock (it inherits the lock file) or keep
+// writing into the next step's output.
 //
 // It uses os/exec directly rather than execx: steps stream their output
 // and may run for hours, and a stopped step must take its children with it.
 type ProcRunner struct {
 	Grace time.Duration // between SIGTERM and SIGKILL; 0 means 5s
 }
+
+// leftoverWait bounds how long Run waits, after killing a finished step's
+// group, for its output pipe to close (a process that left the group with
+// setsid may hold it for ever).
+const leftoverWait = 5 * time.Second
 
 // Run implements StepRunner.
 func (r ProcRunner) Run(ctx context.Context, c Cmd) (int, error) {
@@ -53,21 +62,36 @@ func (r ProcRunner) Run(ctx context.Context, c Cmd) (int, error) {
 	if out == nil {
 		out = io.Discard
 	}
-	cmd.Stdout, cmd.Stderr = out, out
+	// Our own pipe (an *os.File, so Wait returns when the step's process
+	// exits, not when the last holder of its output does): the group is
+	// killed then, and the copy ends when the killed members close it.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return -1, fmt.Errorf("output pipe for %s: %w", c.Argv[0], err)
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.ExtraFiles = c.Inherit
-	// A child that exits but leaves a grandchild holding its output pipe
-	// must not hang the playbook.
-	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
+		pr.Close()
+		pw.Close()
 		return -1, fmt.Errorf("start %s: %w", c.Argv[0], err)
 	}
+	pw.Close()
+	copied := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(out, pr)
+		close(copied)
+	}()
 	pgid := cmd.Process.Pid
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	var err error
+	var stopped error
+	leftovers := false
 	select {
 	case err = <-done:
+		// The step ended; members of its group still running are leftovers.
+		leftovers = syscall.Kill(-pgid, syscall.SIGKILL) == nil
 	case <-ctx.Done():
 		grace := r.Grace
 		if grace == 0 {
@@ -76,15 +100,28 @@ func (r ProcRunner) Run(ctx context.Context, c Cmd) (int, error) {
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
 		timer := time.NewTimer(grace)
 		select {
-		case <-done:
+		case err = <-done:
 			timer.Stop()
 		case <-timer.C:
 			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			<-done
+			err = <-done
 		}
 		// Members of the group that ignored SIGTERM or outlived the leader.
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		return -1, ctx.Err()
+		stopped = ctx.Err()
+	}
+	select {
+	case <-copied:
+	case <-time.After(leftoverWait):
+		pr.Close() // a process outside the group holds the output: stop reading it
+		<-copied
+	}
+	pr.Close()
+	if leftovers { // after the copy: out is not safe for concurrent writes
+		fmt.Fprintf(out, "tbhost: the step ended but left processes running in its group (started in the background?); killed them\n")
+	}
+	if stopped != nil {
+		return -1, stopped
 	}
 	if err == nil {
 		return 0, nil
@@ -95,9 +132,6 @@ func (r ProcRunner) Run(ctx context.Context, c Cmd) (int, error) {
 			return ee.ExitCode(), nil
 		}
 		return -1, fmt.Errorf("%s: %w", c.Argv[0], err) // killed by a signal
-	}
-	if errors.Is(err, exec.ErrWaitDelay) {
-		return cmd.ProcessState.ExitCode(), nil
 	}
 	return -1, fmt.Errorf("%s: %w", c.Argv[0], err)
 }

@@ -185,3 +185,64 @@ steps:
 	}
 	waitGone(t, readPID(t, pidfile))
 }
+
+// Issue 12 item 8: a step's background child survived the step and kept the
+// playbook's lock (it inherits the lock file) and its output pipe. The step's
+// group is killed when the step ends: the lock is free when Run returns, the
+// child is gone, and the run did not wait for the child's output.
+func TestEngineKillsWhatAStepLeftRunning(t *testing.T) {
+	dir := t.TempDir()
+	pidfile := filepath.Join(dir, "pid")
+	src := fmt.Sprintf(`name: leftover
+steps:
+  - name: starts-a-daemon
+    shell: [sh, -c, 'sleep 300 & echo $! > "$0.tmp"; mv "$0.tmp" "$0"; echo started', %s]
+  - name: next
+    shell: [echo, next]
+`, pidfile)
+	pb := mustParse(t, src)
+	vals, _ := Resolve(pb, nil)
+	store := &Store{Dir: filepath.Join(dir, "state")}
+	e, _ := newEngine(ProcRunner{Grace: time.Second})
+	start := time.Now()
+	rep, err := e.Run(context.Background(), pb, Options{Values: vals, Store: store})
+	took := time.Since(start)
+	pid := readPID(t, pidfile)
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	if err != nil || rep.Status != "done" {
+		t.Fatalf("err %v report %+v", err, rep)
+	}
+	if took > 3*time.Second {
+		t.Errorf("the run took %v: it waited for the background child's output", took)
+	}
+	lock, err := store.Lock()
+	if err != nil {
+		t.Fatalf("the lock is still held after the run: %v", err)
+	}
+	lock.Unlock()
+	deadline := time.Now().Add(time.Second)
+	for !gone(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the step's background child %d still runs after the step ended", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestProcRunnerKillsLeftoversAndKeepsOutput(t *testing.T) {
+	pidfile := filepath.Join(t.TempDir(), "pid")
+	var out bytes.Buffer
+	start := time.Now()
+	code, err := ProcRunner{}.Run(context.Background(), Cmd{Out: &out, Argv: []string{"sh", "-c",
+		`(sleep 300; echo late) & echo $! > "$0.tmp"; mv "$0.tmp" "$0"; echo early; exit 3`, pidfile}})
+	if err != nil || code != 3 {
+		t.Fatalf("code %d err %v", code, err)
+	}
+	if time.Since(start) > 3*time.Second {
+		t.Errorf("took %v", time.Since(start))
+	}
+	if !strings.HasPrefix(out.String(), "early\n") || !strings.Contains(out.String(), "left processes running") || strings.Contains(out.String(), "late") {
+		t.Errorf("output %q", out.String())
+	}
+	waitGone(t, readPID(t, pidfile))
+}

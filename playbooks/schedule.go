@@ -2,6 +2,7 @@ package playbooks
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -23,6 +24,35 @@ func ParseAt(at string) (hour, minute int, err error) {
 		return 0, 0, fmt.Errorf("--at %q: want a time of day as HH:MM, e.g. 03:30", at)
 	}
 	return hour, minute, nil
+}
+
+// userName is useradd's rule for a user name (shadow's is_valid_user_name,
+// Debian's NAME_REGEX): a lower-case letter or '_', then lower-case letters,
+// digits, '_' or '-', optionally ending in '$'; at most 32 characters.
+var userName = regexp.MustCompile(`^[a-z_][a-z0-9_-]*\$?$`)
+
+// Check refuses a schedule whose fields would not stay one field of one
+// line in the generated unit or cron file: a --user that is not a user name
+// (a newline or space in it adds a cron line or moves the command), or a
+// control character in the binary, the playbook path or a --set argument.
+// Service, Timer and Cron assume a schedule that passed Check.
+func (s Schedule) Check() error {
+	if s.User != "" && (len(s.User) > 32 || !userName.MatchString(s.User)) {
+		return fmt.Errorf("--user %q: not a user name (useradd's rule: a lower-case letter or _, then lower-case letters, digits, _ or -, at most 32 characters)", s.User)
+	}
+	fields := []struct{ what, v string }{{"playbook name", s.Name}, {"playbook", s.Playbook}, {"--binary", s.Binary}}
+	for _, a := range s.Args {
+		fields = append(fields, struct{ what, v string }{"--set", a})
+	}
+	for _, f := range fields {
+		if err := plainText(f.v); err != nil {
+			return fmt.Errorf("%s: %w", f.what, err)
+		}
+	}
+	if s.Hour < 0 || s.Hour > 23 || s.Minute < 0 || s.Minute > 59 {
+		return fmt.Errorf("--at %02d:%02d: not a time of day", s.Hour, s.Minute)
+	}
+	return nil
 }
 
 // UnitName is the base name of the units and cron file: tbhost-NAME.

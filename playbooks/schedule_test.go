@@ -101,3 +101,35 @@ func TestParseAt(t *testing.T) {
 		}
 	}
 }
+
+func TestScheduleCheckRefusesWhatBreaksALine(t *testing.T) {
+	good := testSchedule(t)
+	good.User = "root"
+	if err := good.Check(); err != nil {
+		t.Fatalf("a good schedule: %v", err)
+	}
+	for name, mod := range map[string]func(*Schedule){
+		"user with newline": func(s *Schedule) { s.User = "root\n* * * * * root touch /tmp/x" },
+		"user with space":   func(s *Schedule) { s.User = "root x" },
+		"user too long":     func(s *Schedule) { s.User = strings.Repeat("a", 33) },
+		"user digit first":  func(s *Schedule) { s.User = "1root" },
+		"arg with newline":  func(s *Schedule) { s.Args = []string{"--set", "a=b\nExecStartPre=/bin/true"} },
+		"binary with CR":    func(s *Schedule) { s.Binary = "/usr/bin/tbhost\r" },
+		"playbook with NL":  func(s *Schedule) { s.Playbook = "/srv/p\n.yaml" },
+		"name with NL":      func(s *Schedule) { s.Name = "x\n[Service]" },
+		"hour 24":           func(s *Schedule) { s.Hour = 24 },
+	} {
+		s := testSchedule(t)
+		mod(&s)
+		if err := s.Check(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	for _, u := range []string{"root", "_tb", "tb-host", "tb_1", "machine$", strings.Repeat("a", 32)} {
+		s := testSchedule(t)
+		s.User = u
+		if err := s.Check(); err != nil {
+			t.Errorf("user %q refused: %v", u, err)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package cliutil
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 )
@@ -22,20 +23,47 @@ func NewApp(env *Env, commands []*cli.Command) *cli.App {
 		ErrWriter:      env.Stderr,
 		ExitErrHandler: func(*cli.Context, error) {}, // Run maps errors to exit codes
 		Action:         GroupAction,
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return Usage(err)
-		},
+		OnUsageError:   usageError,
 	}
+	// urfave/cli calls a command's own OnUsageError only, so every command
+	// and subcommand needs it: an unknown flag or a bad flag value
+	// (--jobs abc) anywhere is exit 2, not 3. A command with its own
+	// (monitor check: Nagios UNKNOWN) keeps it.
+	walkCommands(commands, func(c *cli.Command) {
+		if c.OnUsageError == nil {
+			c.OnUsageError = usageError
+		}
+	})
 	Install(app, env)
 	return app
+}
+
+// usageError makes a flag parsing error a usage error (exit 2) that points
+// at the command's help.
+func usageError(c *cli.Context, err error, _ bool) error {
+	return Usagef("%w (see %s --help)", err, commandPath(c))
+}
+
+// commandPath is the running command as typed: "tbhost prefix verify".
+func commandPath(c *cli.Context) string {
+	var names []string
+	for _, cc := range c.Lineage() {
+		if cc.Command != nil && cc.Command.Name != "" && cc.Command.Name != c.App.Name {
+			names = append([]string{cc.Command.Name}, names...)
+		}
+	}
+	return strings.Join(append([]string{c.App.Name}, names...), " ")
 }
 
 // Run runs app with args (args[0] is the program name), prints an error to
 // env.Stderr as "tbhost: ...", and returns the process exit code. An error
 // with an exit code and no text (a check that already printed its report)
 // prints nothing.
+//
+// Flags typed after a leaf command's arguments are moved before them first
+// (FlagsFirst), so every command takes them where users type them.
 func Run(app *cli.App, env *Env, args []string) int {
-	err := app.Run(args)
+	err := app.Run(FlagsFirst(app, args))
 	if err == nil {
 		return ExitOK
 	}

@@ -10,12 +10,10 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -57,10 +55,6 @@ EXIT CODES:
 			fensCommand(),
 		},
 	}
-}
-
-func signalContext(c *cli.Context) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 }
 
 // withMaxTime bounds ctx by --max-time (0: unbounded).
@@ -298,7 +292,7 @@ func runProbe(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := signalContext(c)
+	ctx, cancel := cliutil.SignalContext(c)
 	defer cancel()
 	ctx, cancelT := withMaxTime(ctx, c.Duration("max-time"))
 	defer cancelT()
@@ -454,7 +448,7 @@ func runReplay(c *cli.Context) error {
 		}
 	}
 	fails := bench.NewCSVSink(failPath, bench.FailureHeader())
-	ctx, cancel := signalContext(c)
+	ctx, cancel := cliutil.SignalContext(c)
 	defer cancel()
 	ctx, cancelT := withMaxTime(ctx, c.Duration("max-time"))
 	defer cancelT()
@@ -503,7 +497,7 @@ func serveCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			ctx, cancel := signalContext(c)
+			ctx, cancel := cliutil.SignalContext(c)
 			defer cancel()
 			set, err := loadTables(ctx, g, c.StringSlice("tables"))
 			if err != nil {

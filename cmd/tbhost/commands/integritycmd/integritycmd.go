@@ -3,10 +3,6 @@
 package integritycmd
 
 import (
-	"context"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -30,15 +26,6 @@ func Command() *cli.Command {
 		Action:      cliutil.GroupAction,
 		Subcommands: []*cli.Command{statusCommand(), scrubCommand(), verifyCommand()},
 	}
-}
-
-// signalContext is cancelled by SIGINT/SIGTERM so long runs checkpoint and stop cleanly.
-func signalContext(c *cli.Context) (context.Context, context.CancelFunc) {
-	parent := c.Context
-	if parent == nil {
-		parent = context.Background()
-	}
-	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 }
 
 // progressBar draws a byte progress bar on stderr when a terminal is

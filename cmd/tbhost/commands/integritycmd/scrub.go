@@ -120,7 +120,7 @@ func runScrub(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signalContext(c)
+	ctx, stop := cliutil.SignalContext(c)
 	defer stop()
 	if c.Bool("syncaction") {
 		return runSyncCheck(c, g, vg, lv, dl)
@@ -316,7 +316,7 @@ func runSyncCheck(c *cli.Context, g *cliutil.Globals, vg, lv string, dl time.Tim
 		}
 		maxRate = v
 	}
-	ctx, stop := signalContext(c)
+	ctx, stop := cliutil.SignalContext(c)
 	defer stop()
 	var bar *progressbar.ProgressBar
 	if !g.JSON && g.Terminal() {

@@ -33,7 +33,7 @@ func statusCommand() *cli.Command {
 
 func runStatus(c *cli.Context) error {
 	g := cliutil.Get(c)
-	ctx, stop := signalContext(c)
+	ctx, stop := cliutil.SignalContext(c)
 	defer stop()
 	arrays, err := integrity.Status(ctx, lvm.Client{Runner: g.Runner}, c.Args().Slice()...)
 	if err != nil {

@@ -131,7 +131,7 @@ func runVerify(c *cli.Context) error {
 			barMu.Unlock()
 		}
 	}
-	ctx, stop := signalContext(c)
+	ctx, stop := cliutil.SignalContext(c)
 	defer stop()
 	rep, verr := integrity.Verify(ctx, opts)
 	if bar != nil {

@@ -8,11 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/tbhost/tbhost/internal/cliutil"
@@ -189,12 +187,6 @@ func (s *session) copyLog(res *lab.Result) error {
 	return os.WriteFile(dst, data, 0o644)
 }
 
-// signalContext ends on SIGINT/SIGTERM so qemu is killed and the work dir
-// reported before tbhost exits.
-func signalContext(c *cli.Context) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-}
-
 type runReport struct {
 	ExitCode int      `json:"exit_code"`
 	Duration string   `json:"duration"`
@@ -264,7 +256,7 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signalContext(c)
+	ctx, stop := cliutil.SignalContext(c)
 	defer stop()
 	s, err := newSession(c, ctx)
 	if err != nil {

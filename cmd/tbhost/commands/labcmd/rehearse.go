@@ -65,7 +65,7 @@ func rehearseAction(c *cli.Context) error {
 	if err != nil {
 		return cliutil.Problem(fmt.Errorf("cannot rehearse %s: %w", c.Args().First(), err))
 	}
-	ctx, stop := signalContext(c)
+	ctx, stop := cliutil.SignalContext(c)
 	defer stop()
 	s, err := newSession(c, ctx)
 	if err != nil {

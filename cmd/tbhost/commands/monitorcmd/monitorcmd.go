@@ -2,15 +2,11 @@
 package monitorcmd
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/tbhost/tbhost/internal/cliutil"
@@ -227,11 +223,6 @@ func parsePercent(s string) (float64, error) {
 	return v / 100, nil
 }
 
-// interruptible is c.Context, cancelled by Ctrl-C or SIGTERM.
-func interruptible(c *cli.Context) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-}
-
 func watchCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "watch",
@@ -257,7 +248,7 @@ func watchCommand() *cli.Command {
 			if c.Int("count") < 0 {
 				return cliutil.Usagef("--count must be 0 (until Ctrl-C) or more")
 			}
-			ctx, stop := interruptible(c)
+			ctx, stop := cliutil.SignalContext(c)
 			defer stop()
 			th := monitor.DefaultThresholds()
 			th.MinReads = c.Float64("min-reads")
@@ -306,7 +297,7 @@ func serveCommand() *cli.Command {
 			if err := exp.Step(c.Context); err != nil {
 				return cliutil.CannotRun(err)
 			}
-			ctx, stop := interruptible(c)
+			ctx, stop := cliutil.SignalContext(c)
 			defer stop()
 			srv, err := monitor.NewServer(c.String("listen"), exp)
 			if err != nil {

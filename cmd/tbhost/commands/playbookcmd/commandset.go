@@ -73,20 +73,15 @@ func (l liveCommands) Check(argv []string) error {
 	if len(cur.Subcommands) > 0 {
 		return &playbooks.UnknownCommandError{Argv: argv, Msg: fmt.Sprintf("%s is a command group; name one of its commands: %s", name, commandNames(cur.Subcommands))}
 	}
-	firstArg := ""
+	// Flags may come after the arguments: the step runs through
+	// cliutil.Run, which moves them first (cliutil.FlagsFirst).
 	for ; i < len(argv); i++ {
 		a := argv[i]
 		if a == "--" {
 			break
 		}
 		if !strings.HasPrefix(a, "-") || a == "-" {
-			if firstArg == "" {
-				firstArg = a
-			}
 			continue
-		}
-		if firstArg != "" {
-			return fmt.Errorf("%s: flag %s comes after the argument %q, where it would be taken as an argument; put flags first", name, a, firstArg)
 		}
 		flagName, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		f := findFlag(cur.Flags, flagName)

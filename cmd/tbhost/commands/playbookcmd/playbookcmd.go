@@ -109,12 +109,12 @@ func showCommand() *cli.Command {
 		ArgsUsage: "NAME|FILE",
 		Flags:     []cli.Flag{cliutil.JSONFlag()},
 		Action: func(c *cli.Context) error {
-			o, handled, err := parseOnePlaybook(c, "show")
-			if handled || err != nil {
+			arg, err := onePlaybook(c, "show")
+			if err != nil {
 				return err
 			}
-			g := o.globals()
-			pb, err := load(o.args[0])
+			g := cliutil.Get(c)
+			pb, err := load(arg)
 			if err != nil {
 				return err
 			}
@@ -130,15 +130,8 @@ func validateCommand() *cli.Command {
 		ArgsUsage: "[NAME|FILE...]  (default: every built-in playbook)",
 		Flags:     []cli.Flag{cliutil.JSONFlag()},
 		Action: func(c *cli.Context) error {
-			o, err := parseOpts(c)
-			if err != nil {
-				return err
-			}
-			if o.help {
-				return o.showHelp()
-			}
-			g := o.globals()
-			args := o.args
+			g := cliutil.Get(c)
+			args := c.Args().Slice()
 			if len(args) == 0 {
 				args = playbooks.EmbeddedNames()
 			}
@@ -170,7 +163,7 @@ func validateCommand() *cli.Command {
 				res.OK = len(res.Errors) == 0
 				results = append(results, res)
 			}
-			err = g.Output(results, func(w io.Writer) error {
+			err := g.Output(results, func(w io.Writer) error {
 				for _, r := range results {
 					for _, e := range r.Errors {
 						fmt.Fprintf(w, "%s\n", e)
@@ -301,17 +294,17 @@ func runCommand() *cli.Command {
 }
 
 func runAction(c *cli.Context) error {
-	o, handled, err := parseOnePlaybook(c, "playbook run")
-	if handled || err != nil {
+	arg, err := onePlaybook(c, "playbook run")
+	if err != nil {
 		return err
 	}
-	g := o.globals()
-	pb, err := load(o.args[0])
+	g := cliutil.Get(c)
+	pb, err := load(arg)
 	if err != nil {
 		return err
 	}
 	setArgs := sets(c)
-	if hf := o.String("hold-file"); hf != "" {
+	if hf := c.String("hold-file"); hf != "" {
 		if _, ok := paramNamed(pb, "hold_file"); !ok {
 			return cliutil.Usagef("--hold-file: playbook %s has no hold_file parameter", pb.Name)
 		}
@@ -332,11 +325,11 @@ func runAction(c *cli.Context) error {
 	cmds := liveCommands{c.App}
 	warns, verr := playbooks.ValidateWith(pb, cmds, vals)
 	for _, w := range warns {
-		if !pb.Nagios || o.Bool("verbose") {
+		if !pb.Nagios || c.Bool("verbose") {
 			fmt.Fprintf(g.Stderr, "warning: %v\n", w)
 		}
 	}
-	quiet := o.Bool("quiet") || (pb.Nagios && !o.Bool("verbose"))
+	quiet := c.Bool("quiet") || (pb.Nagios && !c.Bool("verbose"))
 	var stepOut io.Writer = g.Stdout
 	if g.JSON {
 		stepOut = g.Stderr
@@ -352,7 +345,7 @@ func runAction(c *cli.Context) error {
 		Prompt:   &prompter{g: g, in: bufio.NewReader(g.Stdin)},
 		Out:      stepOut,
 	}
-	if o.Bool("dry-run") {
+	if c.Bool("dry-run") {
 		steps, err := eng.Plan(pb, vals)
 		if err != nil {
 			return cliutil.Problem(err)
@@ -372,10 +365,10 @@ func runAction(c *cli.Context) error {
 	}
 	ctx, force, stop := interrupts(contextOf(c))
 	defer stop()
-	store := &playbooks.Store{Dir: filepath.Join(o.String("state-dir"), pb.Name)}
+	store := &playbooks.Store{Dir: filepath.Join(c.String("state-dir"), pb.Name)}
 	rep, err := eng.Run(ctx, pb, playbooks.Options{
-		Values: vals, Store: store, Resume: o.Bool("resume"), From: o.String("from"),
-		AcceptChanges: o.Bool("accept-changes"), Yes: o.Bool("yes"), Quiet: quiet, Force: force,
+		Values: vals, Store: store, Resume: c.Bool("resume"), From: c.String("from"),
+		AcceptChanges: c.Bool("accept-changes"), Yes: c.Bool("yes"), Quiet: quiet, Force: force,
 	})
 	if err != nil {
 		var refused *playbooks.RefusedError
@@ -393,7 +386,7 @@ func runAction(c *cli.Context) error {
 			return err
 		}
 	} else if pb.Nagios {
-		if rep.ExitCode != 0 || o.Bool("verbose") {
+		if rep.ExitCode != 0 || c.Bool("verbose") {
 			rep.WriteNagios(g.Stdout)
 		}
 	} else if err := rep.WriteSummary(g.Stdout); err != nil {

@@ -100,6 +100,7 @@ func TestLiveCommandsCheck(t *testing.T) {
 		{"lvm", "apply", "--yes", "--dry-run", "/p.yaml"},
 		{"lvm", "plan", "-o", "/p.yaml", "--hdd=/dev/a"},
 		{"monitor", "check", "--for", "60s", "vg/lv"},
+		{"lvm", "apply", "/p.yaml", "--yes"}, // flags after arguments work for every command
 		{"prefix", "verify", "--tables", "/t", "--store", "/s", "--", "--odd"},
 	} {
 		if err := lc.Check(ok); err != nil {
@@ -114,7 +115,7 @@ func TestLiveCommandsCheck(t *testing.T) {
 		{[]string{"lvm", "destroy"}, `no command "destroy" in "tbhost lvm" (it has: plan, apply, status)`, true},
 		{[]string{"nope"}, `no command "nope" in "tbhost"`, true},
 		{[]string{"lvm"}, "tbhost lvm is a command group; name one of its commands: plan, apply, status", true},
-		{[]string{"lvm", "apply", "/p.yaml", "--yes"}, `flag --yes comes after the argument "/p.yaml"`, false},
+		{[]string{"lvm", "apply", "/p.yaml", "--force"}, "tbhost lvm apply has no flag --force", false},
 		{[]string{"lvm", "apply", "--force", "/p.yaml"}, "tbhost lvm apply has no flag --force", false},
 		{[]string{"monitor", "check", "--for"}, "flag --for needs a value", false},
 	} {
@@ -167,8 +168,8 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"playbook", "run", "no-such-playbook"}, 2, "built in: health-check, pre-cutover, provision-host"},
 		{[]string{"playbook", "run", "--hold-file", "/x", "health-check"}, 2, "has no hold_file parameter"},
 		{[]string{"playbook", "run", "health-check", "pre-cutover"}, 2, "takes one playbook"},
-		{[]string{"playbook", "run", "health-check", "--no-such-flag"}, 2, "flag provided but not defined: --no-such-flag"},
-		{[]string{"playbook", "run", "health-check", "--from"}, 2, "flag needs an argument: --from"},
+		{[]string{"playbook", "run", "health-check", "--no-such-flag"}, 2, "flag provided but not defined: -no-such-flag"},
+		{[]string{"playbook", "run", "health-check", "--from"}, 2, "flag needs an argument: -from"},
 		{[]string{"playbook", "schedule", "--at", "25:00", "health-check"}, 2, "HH:MM"},
 	} {
 		code, out, stderr := runApp(t, true, tc.args...)
@@ -255,7 +256,7 @@ func TestScheduleInstallAndRefusals(t *testing.T) {
 // The issue writes flags after the playbook (run NAME [--dry-run] ...);
 // urfave/cli alone would take them as arguments.
 func TestFlagsAfterThePlaybookName(t *testing.T) {
-	code, out, stderr := runApp(t, true, "playbook", "run", "provision-host", "--dry-run", "--set", "hdd=/dev/sdx", "-n", "--from=lvm-plan")
+	code, out, stderr := runApp(t, true, "playbook", "run", "provision-host", "--set", "hdd=/dev/sdx", "-n", "--from=lvm-plan")
 	if code != 0 || !strings.Contains(out, "tbhost lvm plan --hdd /dev/sdx -o") {
 		t.Fatalf("exit %d\n%s%s", code, out, stderr)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/tbhost/tbhost/internal/cliutil"
 	"github.com/tbhost/tbhost/playbooks"
@@ -44,15 +45,14 @@ func scheduleCommand() *cli.Command {
 }
 
 func scheduleAction(c *cli.Context) error {
-	o, handled, err := parseOnePlaybook(c, "schedule")
-	if handled || err != nil {
+	arg, err := onePlaybook(c, "schedule")
+	if err != nil {
 		return err
 	}
-	g := o.globals()
-	if o.Bool("systemd") && o.Bool("cron") {
+	g := cliutil.Get(c)
+	if c.Bool("systemd") && c.Bool("cron") {
 		return cliutil.Usagef("give --systemd or --cron, not both")
 	}
-	arg := o.args[0]
 	pb, err := load(arg)
 	if err != nil {
 		return err
@@ -72,7 +72,7 @@ func scheduleAction(c *cli.Context) error {
 			return cliutil.Problemf("playbook %s has a confirmation gate (step %s: %q); a scheduled run would pass it unattended with --yes, so tbhost does not schedule it: schedule check playbooks such as health-check", pb.Name, s.Name, s.Confirm.Prompt)
 		}
 	}
-	hour, minute, err := playbooks.ParseAt(o.String("at"))
+	hour, minute, err := playbooks.ParseAt(c.String("at"))
 	if err != nil {
 		return cliutil.Usage(err)
 	}
@@ -81,7 +81,7 @@ func scheduleAction(c *cli.Context) error {
 			return cliutil.CannotRun(err)
 		}
 	}
-	binary := o.String("binary")
+	binary := c.String("binary")
 	if binary == "" {
 		if binary, err = os.Executable(); err != nil {
 			return cliutil.CannotRun(fmt.Errorf("find this tbhost binary (pass --binary): %w", err))
@@ -91,7 +91,7 @@ func scheduleAction(c *cli.Context) error {
 		}
 		if strings.Contains(binary, "go-build") || strings.HasPrefix(binary, os.TempDir()) {
 			msg := fmt.Sprintf("this tbhost runs from a temporary build (%s): install it (e.g. go build -o /usr/local/bin/tbhost ./cmd/tbhost) and pass --binary /usr/local/bin/tbhost", binary)
-			if o.Bool("install") {
+			if c.Bool("install") {
 				return cliutil.Problemf("%s", msg)
 			}
 			fmt.Fprintf(g.Stderr, "warning: %s\n", msg)
@@ -104,11 +104,14 @@ func scheduleAction(c *cli.Context) error {
 	for _, s := range sets(c) {
 		args = append(args, "--set", s)
 	}
-	sch := playbooks.Schedule{Name: pb.Name, Playbook: arg, Binary: binary, Args: args, Hour: hour, Minute: minute, User: o.String("user")}
+	sch := playbooks.Schedule{Name: pb.Name, Playbook: arg, Binary: binary, Args: args, Hour: hour, Minute: minute, User: c.String("user")}
+	if err := sch.Check(); err != nil {
+		return cliutil.Usage(fmt.Errorf("nothing written: %w", err))
+	}
 	type file struct{ name, content string }
 	var files []file
-	dest := o.String("dest")
-	if o.Bool("cron") {
+	dest := c.String("dest")
+	if c.Bool("cron") {
 		files = []file{{sch.UnitName(), sch.Cron()}}
 		if dest == "" {
 			dest = "/etc/cron.d"
@@ -119,7 +122,7 @@ func scheduleAction(c *cli.Context) error {
 			dest = "/etc/systemd/system"
 		}
 	}
-	if !o.Bool("install") {
+	if !c.Bool("install") {
 		for i, f := range files {
 			if i > 0 {
 				fmt.Fprintln(g.Stdout)
@@ -128,12 +131,25 @@ func scheduleAction(c *cli.Context) error {
 		}
 		return nil
 	}
-	for _, f := range files {
-		if err := installFile(g.Stdout, filepath.Join(dest, f.name), f.content, o.Bool("force")); err != nil {
+	// Every file is checked before any is written: a refusal leaves all as they were.
+	unchanged := make([]bool, len(files))
+	for i, f := range files {
+		if unchanged[i], err = checkInstall(filepath.Join(dest, f.name), f.content, c.Bool("force")); err != nil {
 			return err
 		}
 	}
-	if o.Bool("cron") {
+	for i, f := range files {
+		path := filepath.Join(dest, f.name)
+		if unchanged[i] {
+			fmt.Fprintf(g.Stdout, "unchanged: %s\n", path)
+			continue
+		}
+		if err := writeAtomic(path, f.content); err != nil {
+			return err
+		}
+		fmt.Fprintf(g.Stdout, "wrote %s\n", path)
+	}
+	if c.Bool("cron") {
 		fmt.Fprintf(g.Stdout, "cron picks up %s by itself.\n", filepath.Join(dest, files[0].name))
 	} else {
 		fmt.Fprintf(g.Stdout, "next: systemctl daemon-reload && systemctl enable --now %s.timer\n", sch.UnitName())
@@ -141,27 +157,97 @@ func scheduleAction(c *cli.Context) error {
 	return nil
 }
 
-// installFile writes content to path (0644, atomically), leaving an
-// identical file alone and refusing to replace a different one without force.
-func installFile(w io.Writer, path, content string, force bool) error {
-	old, err := os.ReadFile(path)
+// checkInstall decides whether content may be installed at path: unchanged
+// is true when an identical regular file is there; a different one is
+// refused without force, and a symlink or anything but a regular file is
+// always refused (readRegular).
+func checkInstall(path, content string, force bool) (unchanged bool, err error) {
+	old, err := readRegular(path)
 	switch {
 	case err == nil && bytes.Equal(old, []byte(content)):
-		fmt.Fprintf(w, "unchanged: %s\n", path)
-		return nil
+		return true, nil
 	case err == nil && !force:
-		return cliutil.Problemf("%s exists and differs from what tbhost would write: compare with the printed version (without --install), then re-run with --force to replace it", path)
+		return false, cliutil.Problemf("%s exists and differs from what tbhost would write: compare with the printed version (without --install), then re-run with --force to replace it", path)
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return cliutil.CannotRun(fmt.Errorf("read %s: %w", path, err))
+		return false, err
 	}
-	tmp := path + ".tbhost-new"
-	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+	return false, nil
+}
+
+// writeAtomic writes content to path (0644) without ever writing through a
+// symlink: a fresh temporary (O_EXCL, random name) in the same directory,
+// synced and renamed over path, then the directory synced.
+func writeAtomic(path, content string) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tbhost-*")
+	if err != nil {
 		return cliutil.CannotRun(fmt.Errorf("write %s: %w (run as root, or choose --dest)", path, err))
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	defer os.Remove(tmp.Name()) // after a successful rename there is nothing to remove
+	_, werr := tmp.WriteString(content)
+	if werr == nil {
+		werr = tmp.Chmod(0o644)
+	}
+	if werr == nil {
+		werr = tmp.Sync()
+	}
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return cliutil.CannotRun(fmt.Errorf("write %s: %w", tmp.Name(), werr))
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
 		return cliutil.CannotRun(fmt.Errorf("install %s: %w", path, err))
 	}
-	fmt.Fprintf(w, "wrote %s\n", path)
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync() // the rename survives a crash
+		d.Close()
+	}
 	return nil
+}
+
+// readRegular reads path if it is a regular file. A symlink or any other
+// kind of file there is a refusal (exit 1): tbhost does not write through or
+// replace it. A missing file is fs.ErrNotExist.
+func readRegular(path string) ([]byte, error) {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, cliutil.CannotRun(fmt.Errorf("look at %s: %w", path, err))
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, cliutil.Problemf("%s is a %s, not a regular file: tbhost does not install through or over it; remove it (after checking who put it there) or choose --dest", path, kindOf(fi.Mode()))
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, cliutil.CannotRun(fmt.Errorf("read %s: %w", path, err))
+	}
+	defer f.Close()
+	if fi2, err := f.Stat(); err != nil || !os.SameFile(fi, fi2) {
+		return nil, cliutil.Problemf("%s changed while tbhost looked at it; nothing written", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	if err != nil {
+		return nil, cliutil.CannotRun(fmt.Errorf("read %s: %w", path, err))
+	}
+	return b, nil
+}
+
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	}
+	return "special file"
 }

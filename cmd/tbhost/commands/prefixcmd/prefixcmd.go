@@ -7,11 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -78,11 +75,6 @@ func jobs(c *cli.Context) (int, error) {
 		return 0, cliutil.Usagef("--jobs %d: give 1 to %d (files processed in parallel)", n, prefix.MaxJobs)
 	}
 	return n, nil
-}
-
-// signalContext cancels on SIGINT/SIGTERM so long runs stop cleanly.
-func signalContext(c *cli.Context) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 }
 
 // parseTables finds and parses the tables; refused files go to stderr.
@@ -159,13 +151,8 @@ func statsCommand() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			g := cliutil.Get(c)
-			ctx, cancel := signalContext(c)
+			ctx, cancel := cliutil.SignalContext(c)
 			defer cancel()
-			for _, a := range c.Args().Slice() {
-				if strings.HasPrefix(a, "-") {
-					return cliutil.Usagef("%q after a directory: put flags before the directories (tbhost prefix stats --json --files DIR...)", a)
-				}
-			}
 			n, err := jobs(c)
 			if err != nil {
 				return err
@@ -255,7 +242,7 @@ func planCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			ctx, cancel := signalContext(c)
+			ctx, cancel := cliutil.SignalContext(c)
 			defer cancel()
 			ps, err := parseTables(ctx, g, c.StringSlice("tables"), n)
 			if err != nil {
@@ -355,7 +342,7 @@ func extractCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			ctx, cancel := signalContext(c)
+			ctx, cancel := cliutil.SignalContext(c)
 			defer cancel()
 			ps, err := parseTables(ctx, g, c.StringSlice("tables"), n)
 			if err != nil {
@@ -458,7 +445,7 @@ func verifyCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			ctx, cancel := signalContext(c)
+			ctx, cancel := cliutil.SignalContext(c)
 			defer cancel()
 			srcs, err := prefix.FindTables(c.StringSlice("tables"))
 			if err != nil {
