@@ -442,9 +442,13 @@ func runReplay(c *cli.Context) error {
 		defer f.Close()
 		in = f
 	}
-	paths, err := bench.ReadLog(in)
+	log, err := bench.ReadLog(in)
 	if err != nil {
 		return cliutil.Problem(fmt.Errorf("--log %s: %w", c.String("log"), err))
+	}
+	paths := log.Paths
+	if log.Escaped > 0 {
+		fmt.Fprintf(g.Stderr, "note: %d log lines held bytes a URL may not (space, CR/LF, control, non-ASCII, a stray %%): sent percent-encoded\n", log.Escaped)
 	}
 	failPath := c.String("failures")
 	if failPath == "" {
