@@ -8,8 +8,10 @@ import (
 	"crypto/sha3"
 	"crypto/sha512"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -111,6 +113,9 @@ type ChecksumList struct {
 	Source  string
 	Algo    Algo
 	Digests map[string]string // base name -> lower-case hex
+	// Warnings are harmless oddities of the list (a file named twice with
+	// the same digest), one line each, for the user to see.
+	Warnings []string
 }
 
 // Names returns the listed names, sorted.
@@ -123,102 +128,191 @@ func (l ChecksumList) Names() []string {
 	return out
 }
 
+// ErrDuplicate is wrapped by the error for a list that names one file twice
+// with different values.
+var ErrDuplicate = errors.New("names a file twice with different values")
+
+// entries remembers where each name was first listed, so a second entry
+// for the same file is refused (different value) or warned about (same
+// value) instead of silently replacing the first.
+type entries struct {
+	source string
+	first  map[string]listed
+	warn   []string
+}
+
+type listed struct {
+	line  int
+	text  string
+	value string
+}
+
+func newEntries(source string) *entries {
+	return &entries{source: source, first: map[string]listed{}}
+}
+
+// add records name=value from line ln; it reports whether the name is new.
+func (e *entries) add(name, value string, ln int, text string) (bool, error) {
+	prev, dup := e.first[name]
+	if !dup {
+		e.first[name] = listed{line: ln, text: text, value: value}
+		return true, nil
+	}
+	if prev.value != value {
+		return false, fmt.Errorf("%s: %w: %s on line %d (%q) and line %d (%q); fix or re-download the list", e.source, ErrDuplicate, name, prev.line, prev.text, ln, text)
+	}
+	e.warn = append(e.warn, fmt.Sprintf("%s: %s is listed twice with the same value (lines %d and %d)", e.source, name, prev.line, ln))
+	return false, nil
+}
+
+// maxListLine bounds one line of a list (a digest list line is ~200 bytes).
+const maxListLine = 64 << 10
+
 // ReadChecksumList reads a list in the `sha256sum` format ("<hex>  <name>",
 // or "<hex> *<name>" in binary mode; blank lines and # comments skipped).
 // algo "" picks the algorithm from the digest length.
 func ReadChecksumList(file string, algo Algo) (ChecksumList, error) {
-	l := ChecksumList{Source: file, Algo: algo, Digests: map[string]string{}}
 	f, err := os.Open(file)
 	if err != nil {
-		return l, fmt.Errorf("checksum list: %w", err)
+		return ChecksumList{Source: file, Algo: algo}, fmt.Errorf("checksum list: %w", err)
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	return ParseChecksumList(f, file, algo)
+}
+
+// ParseChecksumList is ReadChecksumList on a reader; source names it in errors.
+func ParseChecksumList(r io.Reader, source string, algo Algo) (ChecksumList, error) {
+	l := ChecksumList{Source: source, Algo: algo, Digests: map[string]string{}}
+	seen := newEntries(source)
 	hexLen := 0
-	for ln := 1; sc.Scan(); ln++ {
-		line := strings.TrimRight(sc.Text(), "\r")
-		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
+	err := eachLine(r, source, func(ln int, line string) error {
 		sum, name, ok := strings.Cut(line, " ")
 		name = strings.TrimPrefix(strings.TrimPrefix(name, " "), "*")
 		if !ok || name == "" {
-			return l, fmt.Errorf("%s:%d: want \"<hex digest>  <file name>\" (the sha256sum format), got %q", file, ln, line)
+			return fmt.Errorf("%s:%d: want \"<hex digest>  <file name>\" (the sha256sum format), got %q", source, ln, line)
 		}
 		if _, err := hex.DecodeString(sum); err != nil || len(sum) == 0 {
-			return l, fmt.Errorf("%s:%d: %q is not a hex digest", file, ln, sum)
+			return fmt.Errorf("%s:%d: %q is not a hex digest", source, ln, sum)
 		}
 		if hexLen == 0 {
 			hexLen = len(sum)
 		} else if len(sum) != hexLen {
-			return l, fmt.Errorf("%s:%d: digest of %d hex digits after %d-digit ones: one list must use one algorithm", file, ln, len(sum), hexLen)
+			return fmt.Errorf("%s:%d: digest of %d hex digits after %d-digit ones: one list must use one algorithm", source, ln, len(sum), hexLen)
 		}
-		l.Digests[path.Base(filepath.ToSlash(name))] = strings.ToLower(sum)
-	}
-	if err := sc.Err(); err != nil {
-		return l, fmt.Errorf("checksum list %s: %w", file, err)
+		base := path.Base(filepath.ToSlash(name))
+		if !validName(base) {
+			return fmt.Errorf("%s:%d: %q is not a file name", source, ln, name)
+		}
+		sum = strings.ToLower(sum)
+		if _, err := seen.add(base, sum, ln, line); err != nil {
+			return err
+		}
+		l.Digests[base] = sum
+		return nil
+	})
+	l.Warnings = seen.warn
+	if err != nil {
+		return l, err
 	}
 	if len(l.Digests) == 0 {
-		return l, fmt.Errorf("checksum list %s: no entries", file)
+		return l, fmt.Errorf("checksum list %s: no entries", source)
 	}
 	if l.Algo == "" {
-		a, err := algoByLength(hexLen, file)
+		a, err := algoByLength(hexLen, source)
 		if err != nil {
 			return l, err
 		}
 		l.Algo = a
 	} else if l.Algo.HexLen() != hexLen {
-		return l, fmt.Errorf("%s: digests have %d hex digits but %s has %d; wrong --algo?", file, hexLen, l.Algo, l.Algo.HexLen())
+		return l, fmt.Errorf("%s: digests have %d hex digits but %s has %d; wrong --algo?", source, hexLen, l.Algo, l.Algo.HexLen())
 	}
 	return l, nil
 }
 
+// validName is a base name a table directory can hold.
+func validName(n string) bool {
+	return n != "" && n != "." && n != ".." && n != "/" && !strings.ContainsAny(n, "/\x00")
+}
+
 // ReadSizes reads a `<size>\t<name>` list (syzygy-tables.info's bytes.tsv).
-func ReadSizes(file string) (map[string]int64, error) {
+// It also returns warnings (a file listed twice with the same size).
+func ReadSizes(file string) (map[string]int64, []string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	return ParseSizes(f, file)
+}
+
+// ParseSizes is ReadSizes on a reader; source names it in errors.
+func ParseSizes(r io.Reader, source string) (map[string]int64, []string, error) {
 	out := map[string]int64{}
-	err := eachLine(file, func(ln int, line string) error {
+	seen := newEntries(source)
+	err := eachLine(r, source, func(ln int, line string) error {
 		f := strings.Fields(line)
 		if len(f) != 2 {
-			return fmt.Errorf("%s:%d: want \"<size><TAB><name>\", got %q", file, ln, line)
+			return fmt.Errorf("%s:%d: want \"<size><TAB><name>\", got %q", source, ln, line)
 		}
 		n, err := strconv.ParseInt(f[0], 10, 64)
 		if err != nil || n < 0 {
-			return fmt.Errorf("%s:%d: %q is not a size in bytes", file, ln, f[0])
+			return fmt.Errorf("%s:%d: %q is not a size in bytes", source, ln, f[0])
+		}
+		if !validName(f[1]) {
+			return fmt.Errorf("%s:%d: %q is not a file name", source, ln, f[1])
+		}
+		if _, err := seen.add(f[1], strconv.FormatInt(n, 10), ln, line); err != nil {
+			return err
 		}
 		out[f[1]] = n
 		return nil
 	})
-	return out, err
+	return out, seen.warn, err
 }
 
 // ReadTrailers reads a `<name>: <32 hex digits>` list (tbcheck.txt): the
 // 16-byte checksum the Syzygy generator embeds as the last bytes of a file.
-func ReadTrailers(file string) (map[string]string, error) {
+// It also returns warnings (a file listed twice with the same checksum).
+func ReadTrailers(file string) (map[string]string, []string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	return ParseTrailers(f, file)
+}
+
+// ParseTrailers is ReadTrailers on a reader; source names it in errors.
+func ParseTrailers(r io.Reader, source string) (map[string]string, []string, error) {
 	out := map[string]string{}
-	err := eachLine(file, func(ln int, line string) error {
+	seen := newEntries(source)
+	err := eachLine(r, source, func(ln int, line string) error {
 		name, sum, ok := strings.Cut(line, ":")
 		sum = strings.ToLower(strings.TrimSpace(sum))
-		if b, err := hex.DecodeString(sum); !ok || err != nil || len(b) != TrailerSize {
-			return fmt.Errorf("%s:%d: want \"<name>: <32 hex digits>\", got %q", file, ln, line)
+		name = strings.TrimSpace(name)
+		if b, err := hex.DecodeString(sum); !ok || err != nil || len(b) != TrailerSize || !validName(name) {
+			return fmt.Errorf("%s:%d: want \"<name>: <32 hex digits>\", got %q", source, ln, line)
 		}
-		out[strings.TrimSpace(name)] = sum
+		if _, err := seen.add(name, sum, ln, line); err != nil {
+			return err
+		}
+		out[name] = sum
 		return nil
 	})
-	return out, err
+	return out, seen.warn, err
 }
 
 // TrailerSize is the length of the checksum the generator appends to a table.
 const TrailerSize = 16
 
-func eachLine(file string, fn func(int, string) error) error {
-	f, err := os.Open(file)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for ln := 1; sc.Scan(); ln++ {
+// eachLine calls fn for every line of r that is not blank or a # comment,
+// trimmed, with its 1-based number. A line longer than maxListLine is an error.
+func eachLine(r io.Reader, source string, fn func(int, string) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4096), maxListLine)
+	ln := 0
+	for sc.Scan() {
+		ln++
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
@@ -228,7 +322,7 @@ func eachLine(file string, fn func(int, string) error) error {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s: %w", file, err)
+		return fmt.Errorf("%s:%d: %w", source, ln+1, err)
 	}
 	return nil
 }

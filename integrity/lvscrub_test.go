@@ -189,8 +189,9 @@ func TestSyncCheckDrivesLVChangeAndWaits(t *testing.T) {
 	recordLVS(rec, t, "lvs-a-2.03.16-tables-check-running.json", "vg-hdd")
 	recordLVS(rec, t, "lvs-a-2.03.16-tables-check-running.json", "vg-hdd")
 	recordLVS(rec, t, "lvs-a-2.03.16-tables-mismatch-sdc.json", "vg-hdd")
-	rec.On(execx.Reply{Stdout: `{"report":[{"lv":[{"raid_max_recovery_rate":"0"}]}]}`}, MaxRecoveryRateArgv("vg-hdd/tables")...)
+	rec.On(execx.Reply{Stdout: `{"report":[{"lv":[{"raid_max_recovery_rate":"0"}]}]}`}, lvm.MaxRecoveryRateArgv("vg-hdd", "tables")...)
 	rec.On(execx.Reply{}, "lvm", "lvchange", "--maxrecoveryrate", "51200", "vg-hdd/tables")
+	rec.On(execx.Reply{}, "lvm", "lvchange", "--maxrecoveryrate", "0", "vg-hdd/tables")
 	rec.On(execx.Reply{}, "lvm", "lvchange", "--syncaction", "check", "vg-hdd/tables")
 	clk := newFakeClock()
 	var seen []string
@@ -207,7 +208,7 @@ func TestSyncCheckDrivesLVChangeAndWaits(t *testing.T) {
 			t.Fatalf("ran %q: never repair", c)
 		}
 	}
-	if len(rep.Commands) != 2 || rep.Commands[1][2] != "--syncaction" {
+	if len(rep.Commands) != 3 || rep.Commands[1][2] != "--syncaction" || !rep.RecoveryRateRestored {
 		t.Fatalf("commands %q", rep.Commands)
 	}
 	if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], "tables_rimage_2 on /dev/sdc: integrity mismatches 0 -> 5") {

@@ -3,7 +3,6 @@ package integrity
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -35,15 +34,24 @@ type SyncCheckReport struct {
 	RaidMismatchCount int64           `json:"raid_mismatch_count"`
 	Images            []ImageCounters `json:"images"`
 	Seconds           float64         `json:"seconds"`
-	Notes             []string        `json:"notes,omitempty"`
-	Problems          []string        `json:"problems,omitempty"`
+	// RecoveryRateBefore is the LV's max recovery rate (KiB/s, 0 none)
+	// before tbhost capped it; RecoveryRateRestored says it was put back.
+	RecoveryRateBefore   *int64   `json:"recovery_rate_before_kib,omitempty"`
+	RecoveryRateRestored bool     `json:"recovery_rate_restored,omitempty"`
+	Notes                []string `json:"notes,omitempty"`
+	Problems             []string `json:"problems,omitempty"`
 }
 
 // SyncCheck starts `lvchange --syncaction check` on vg/lv (never "repair":
 // LVM refuses it on integrity LVs, and check already rewrites blocks whose
 // integrity checksum fails), waits with progress and reports
 // raid_mismatch_count and the per-image integrity counters.
-func SyncCheck(ctx context.Context, o SyncCheckOptions) (SyncCheckReport, error) {
+//
+// With MaxRecoveryRate it records the LV's cap first and puts it back when
+// it returns, however it returns (finished, budget, ctx cancelled by
+// SIGTERM, an error): otherwise the next real rebuild would run at the
+// scrub's cap. If the cap cannot be read it is not changed.
+func SyncCheck(ctx context.Context, o SyncCheckOptions) (rep SyncCheckReport, err error) {
 	if o.Clock == nil {
 		o.Clock = RealClock{}
 	}
@@ -51,81 +59,163 @@ func SyncCheck(ctx context.Context, o SyncCheckOptions) (SyncCheckReport, error)
 		o.Poll = 5 * time.Second
 	}
 	name := o.VG + "/" + o.LV
-	rep := SyncCheckReport{LV: name}
-	client := lvm.Client{Runner: o.Runner}
-	start := o.Clock.Now()
-	all, err := client.LVs(ctx, o.VG) // the whole VG: `lvs -a VG/LV` omits the sub-LVs
-	if err != nil {
-		return rep, fmt.Errorf("syncaction check %s: %w", name, err)
+	rep = SyncCheckReport{LV: name}
+	if err := lvm.CheckLVName(o.VG, o.LV); err != nil {
+		return rep, err
 	}
-	top, ok := lvm.Find(all, o.VG, o.LV)
+	s := &syncCheck{o: o, name: name, rep: &rep, client: lvm.Client{Runner: o.Runner}}
+	start := o.Clock.Now()
+	top, before, err := s.preflight(ctx)
+	if err != nil {
+		return rep, err
+	}
+	defer func() {
+		if rerr := s.restoreRate(ctx); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
+	if err := s.start(ctx, top); err != nil {
+		return rep, err
+	}
+	all, top, err := s.wait(ctx, top)
+	if err != nil {
+		return rep, err
+	}
+	s.findings(ctx, all, top, before)
+	rep.Seconds = o.Clock.Now().Sub(start).Seconds()
+	return rep, nil
+}
+
+// syncCheck is one SyncCheck run.
+type syncCheck struct {
+	o      SyncCheckOptions
+	name   string
+	rep    *SyncCheckReport
+	client lvm.Client
+	// restore is the recovery rate to put back (KiB/s), set once tbhost
+	// changed it.
+	restore *int64
+}
+
+func (s *syncCheck) run(ctx context.Context, argv []string) error {
+	s.rep.Commands = append(s.rep.Commands, argv)
+	_, err := s.o.Runner.Run(ctx, argv...)
+	return err
+}
+
+// preflight reads the VG and refuses LVs without redundancy.
+func (s *syncCheck) preflight(ctx context.Context) (lvm.LV, map[string]int64, error) {
+	all, err := s.client.LVs(ctx, s.o.VG) // the whole VG: `lvs -a VG/LV` omits the sub-LVs
+	if err != nil {
+		return lvm.LV{}, nil, fmt.Errorf("syncaction check %s: %w", s.name, err)
+	}
+	top, ok := lvm.Find(all, s.o.VG, s.o.LV)
 	if !ok {
-		return rep, fmt.Errorf("%s: not in the lvs report", name)
+		return top, nil, fmt.Errorf("%s: not in the lvs report", s.name)
 	}
 	if !strings.HasPrefix(top.SegType(), "raid") || top.SegType() == "raid0" {
-		return rep, fmt.Errorf("%s is %s: --syncaction check needs a RAID level with redundancy", name, top.SegType())
+		return top, nil, fmt.Errorf("%s is %s: --syncaction check needs a RAID level with redundancy", s.name, top.SegType())
 	}
-	before := countersByImage(all, o.VG, o.LV)
-	run := func(argv ...string) error {
-		rep.Commands = append(rep.Commands, argv)
-		_, err := o.Runner.Run(ctx, argv...)
-		return err
-	}
+	return top, countersByImage(all, s.o.VG, s.o.LV), nil
+}
+
+// start caps the rate (recording the old one) and starts the check, or
+// joins a check already running.
+func (s *syncCheck) start(ctx context.Context, top lvm.LV) error {
 	switch top.SyncAction {
 	case "idle", "":
-		if top.SyncPercent >= 0 && top.SyncPercent < 100 {
-			return rep, fmt.Errorf("%s is not in sync (%.2f%%, action %q): wait for the sync to finish before checking", name, top.SyncPercent, top.SyncAction)
-		}
-		if o.MaxRecoveryRate > 0 {
-			kib := o.MaxRecoveryRate / 1024
-			if kib < 1 {
-				kib = 1
-			}
-			old, err := maxRecoveryRate(ctx, o.Runner, name)
-			if err != nil {
-				rep.Notes = append(rep.Notes, fmt.Sprintf("previous max recovery rate unknown (%v)", err))
-			} else {
-				rep.Notes = append(rep.Notes, fmt.Sprintf("max recovery rate set to %d KiB/s per device; it was %s (restore: lvchange --maxrecoveryrate %s %s)", kib, old, old, name))
-			}
-			if err := run("lvm", "lvchange", "--maxrecoveryrate", strconv.FormatInt(kib, 10), name); err != nil {
-				return rep, fmt.Errorf("set --maxrecoveryrate: %w", err)
-			}
-		}
-		if err := run("lvm", "lvchange", "--syncaction", "check", name); err != nil {
-			return rep, fmt.Errorf("start the check: %w", err)
-		}
 	case "check":
-		rep.Notes = append(rep.Notes, "a check was already running: waiting for it")
+		s.rep.Notes = append(s.rep.Notes, "a check was already running: waiting for it")
+		return nil
 	default:
-		return rep, fmt.Errorf("%s: sync action %q is running; wait for it to finish (tbhost integrity status %s)", name, top.SyncAction, name)
+		return fmt.Errorf("%s: sync action %q is running; wait for it to finish (tbhost integrity status %s)", s.name, top.SyncAction, s.name)
 	}
+	if top.SyncPercent >= 0 && top.SyncPercent < 100 {
+		return fmt.Errorf("%s is not in sync (%.2f%%, action %q): wait for the sync to finish before checking", s.name, top.SyncPercent, top.SyncAction)
+	}
+	if s.o.MaxRecoveryRate > 0 {
+		kib := max(s.o.MaxRecoveryRate/1024, 1)
+		res, err := s.o.Runner.Run(ctx, lvm.MaxRecoveryRateArgv(s.o.VG, s.o.LV)...)
+		var old int64
+		if err == nil {
+			old, err = lvm.ParseMaxRecoveryRate(res.Stdout)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: cannot read the current max recovery rate, so tbhost could not restore it: not changing it (%w); run without --maxrecoveryrate", s.name, err)
+		}
+		if err := s.run(ctx, lvm.SetMaxRecoveryRateArgv(s.o.VG, s.o.LV, kib)); err != nil {
+			return fmt.Errorf("set --maxrecoveryrate: %w", err)
+		}
+		s.restore = &old
+		s.rep.RecoveryRateBefore = &old
+		s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("max recovery rate set to %d KiB/s per device for the check; it was %s, restored when tbhost stops", kib, describeRate(old)))
+	}
+	if err := s.run(ctx, lvm.SyncActionCheckArgv(s.o.VG, s.o.LV)); err != nil {
+		return fmt.Errorf("start the check: %w", err)
+	}
+	return nil
+}
 
+func describeRate(kib int64) string {
+	if kib == 0 {
+		return "unlimited (0)"
+	}
+	return fmt.Sprintf("%d KiB/s", kib)
+}
+
+// restoreTimeout bounds the lvchange that puts the rate back after ctx ended.
+const restoreTimeout = 30 * time.Second
+
+// restoreRate puts back the recovery rate start changed, also when ctx is
+// cancelled (the restore runs on a context of its own).
+func (s *syncCheck) restoreRate(ctx context.Context) error {
+	if s.restore == nil {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), restoreTimeout)
+	defer cancel()
+	if err := s.run(rctx, lvm.SetMaxRecoveryRateArgv(s.o.VG, s.o.LV, *s.restore)); err != nil {
+		s.rep.Problems = append(s.rep.Problems, fmt.Sprintf("%s: could not restore the max recovery rate to %s: run lvchange --maxrecoveryrate %d %s", s.name, describeRate(*s.restore), *s.restore, s.name))
+		return fmt.Errorf("restore --maxrecoveryrate %d on %s: %w", *s.restore, s.name, err)
+	}
+	s.rep.RecoveryRateRestored = true
+	if !s.rep.Finished {
+		s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("max recovery rate restored to %s: the check still running in the kernel goes on at that rate", describeRate(*s.restore)))
+	}
+	return nil
+}
+
+// wait polls until the check has finished, the deadline or ctx.
+func (s *syncCheck) wait(ctx context.Context, top lvm.LV) ([]lvm.LV, lvm.LV, error) {
+	var all []lvm.LV
+	rep := s.rep
 	sawCheck, idlePolls := top.SyncAction == "check", 0
 	for {
 		if ctx.Err() != nil {
 			rep.Stopped = "interrupted"
 			break
 		}
-		if !o.Deadline.IsZero() && !o.Clock.Now().Before(o.Deadline) {
+		if !s.o.Deadline.IsZero() && !s.o.Clock.Now().Before(s.o.Deadline) {
 			rep.Stopped = "budget"
 			break
 		}
-		if err := o.Clock.Sleep(ctx, o.Poll); err != nil {
+		if err := s.o.Clock.Sleep(ctx, s.o.Poll); err != nil {
 			rep.Stopped = "interrupted"
 			break
 		}
-		all, err = client.LVs(ctx, o.VG)
+		var err error
+		all, err = s.client.LVs(ctx, s.o.VG)
 		if err != nil {
 			if ctx.Err() != nil {
 				rep.Stopped = "interrupted"
 				break
 			}
-			return rep, fmt.Errorf("poll %s: %w", name, err)
+			return nil, top, fmt.Errorf("poll %s: %w", s.name, err)
 		}
-		top, _ = lvm.Find(all, o.VG, o.LV)
+		top, _ = lvm.Find(all, s.o.VG, s.o.LV)
 		rep.LastAction, rep.LastPercent = top.SyncAction, top.SyncPercent
-		if o.Progress != nil {
-			o.Progress(top.SyncAction, top.SyncPercent)
+		if s.o.Progress != nil {
+			s.o.Progress(top.SyncAction, top.SyncPercent)
 		}
 		if top.SyncAction == "check" {
 			sawCheck = true
@@ -140,47 +230,29 @@ func SyncCheck(ctx context.Context, o SyncCheckOptions) (SyncCheckReport, error)
 		}
 	}
 	if rep.Stopped != "" {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("stopped waiting (%s) at %.2f%%: the check goes on in the kernel; see tbhost integrity status %s", rep.Stopped, rep.LastPercent, name))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("stopped waiting (%s) at %.2f%%: the check goes on in the kernel; see tbhost integrity status %s", rep.Stopped, rep.LastPercent, s.name))
 	}
-	final, err := client.LVs(context.WithoutCancel(ctx), o.VG)
-	if err == nil {
+	return all, top, nil
+}
+
+// findings compares the counters before and after the check.
+func (s *syncCheck) findings(ctx context.Context, all []lvm.LV, top lvm.LV, before map[string]int64) {
+	rep := s.rep
+	if final, err := s.client.LVs(context.WithoutCancel(ctx), s.o.VG); err == nil {
 		all = final
 	}
-	top, _ = lvm.Find(all, o.VG, o.LV)
+	top, _ = lvm.Find(all, s.o.VG, s.o.LV)
 	rep.RaidMismatchCount = top.RaidMismatchCount
-	after := countersByImage(all, o.VG, o.LV)
+	after := countersByImage(all, s.o.VG, s.o.LV)
 	for _, img := range lvm.SubLVs(all, top, "rimage") {
 		c := ImageCounters{Name: img.Name, Disks: lvm.PhysicalDevices(all, img), Before: before[img.Name], After: after[img.Name]}
 		rep.Images = append(rep.Images, c)
 		if c.After > c.Before {
 			rep.Problems = append(rep.Problems, fmt.Sprintf("%s/%s on %s: integrity mismatches %d -> %d during the check (the RAID layer rewrote those blocks from the other images)",
-				o.VG, img.Name, strings.Join(c.Disks, "+"), c.Before, c.After))
+				s.o.VG, img.Name, strings.Join(c.Disks, "+"), c.Before, c.After))
 		}
 	}
 	if rep.Finished && top.RaidMismatchCount > 0 {
-		rep.Problems = append(rep.Problems, fmt.Sprintf("%s: raid_mismatch_count %d after the check (sectors whose parity did not match; the count does not say which disk)", name, top.RaidMismatchCount))
+		rep.Problems = append(rep.Problems, fmt.Sprintf("%s: raid_mismatch_count %d after the check (sectors whose parity did not match; the count does not say which disk)", s.name, top.RaidMismatchCount))
 	}
-	rep.Seconds = o.Clock.Now().Sub(start).Seconds()
-	return rep, nil
-}
-
-// MaxRecoveryRateArgv is the lvs call that reads the current throttle.
-func MaxRecoveryRateArgv(name string) []string {
-	return []string{"lvm", "lvs", "--reportformat", "json", "--units", "b", "--nosuffix", "-o", "raid_max_recovery_rate", name}
-}
-
-func maxRecoveryRate(ctx context.Context, r execx.Runner, name string) (string, error) {
-	res, err := r.Run(ctx, MaxRecoveryRateArgv(name)...)
-	if err != nil {
-		return "", err
-	}
-	rows, err := lvm.ParseReport(res.Stdout, "lv")
-	if err != nil || len(rows) == 0 {
-		return "", fmt.Errorf("lvs raid_max_recovery_rate: %v", err)
-	}
-	v := rows[0]["raid_max_recovery_rate"]
-	if v == "" {
-		v = "0"
-	}
-	return v, nil
 }

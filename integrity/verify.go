@@ -6,13 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tbhost/tbhost/internal/tablewalk"
+	"golang.org/x/sync/errgroup"
 )
 
 // VerifyOptions says what Verify checks and how.
@@ -61,23 +63,26 @@ type FileResult struct {
 
 // VerifyReport is the outcome of Verify.
 type VerifyReport struct {
-	Algo          Algo         `json:"algo,omitempty"`
-	ChecksumList  string       `json:"checksum_list,omitempty"`
-	SizeCheck     bool         `json:"size_check"`
-	TrailerCheck  bool         `json:"trailer_check"`
-	Files         []FileResult `json:"files"`
-	OK            int          `json:"ok"`
-	Mismatches    int          `json:"mismatches"`
-	Unreadable    int          `json:"unreadable"`
-	Unlisted      int          `json:"unlisted"`
-	Missing       []string     `json:"missing_on_disk"` // listed, not found in the directories
-	Complete      bool         `json:"complete_required"`
-	Resumed       int          `json:"resumed_from_state"`
-	BytesHashed   int64        `json:"bytes_hashed"`
-	Seconds       float64      `json:"seconds"`
-	Interrupted   bool         `json:"interrupted,omitempty"`
-	StateFile     string       `json:"state_file,omitempty"`
-	ProblemsFound bool         `json:"problems_found"`
+	Algo         Algo         `json:"algo,omitempty"`
+	ChecksumList string       `json:"checksum_list,omitempty"`
+	SizeCheck    bool         `json:"size_check"`
+	TrailerCheck bool         `json:"trailer_check"`
+	Files        []FileResult `json:"files"`
+	OK           int          `json:"ok"`
+	Mismatches   int          `json:"mismatches"`
+	Unreadable   int          `json:"unreadable"`
+	Unlisted     int          `json:"unlisted"`
+	Missing      []string     `json:"missing_on_disk"` // listed, not found in the directories
+	Complete     bool         `json:"complete_required"`
+	Resumed      int          `json:"resumed_from_state"`
+	BytesHashed  int64        `json:"bytes_hashed"`
+	Seconds      float64      `json:"seconds"`
+	Interrupted  bool         `json:"interrupted,omitempty"`
+	StateFile    string       `json:"state_file,omitempty"`
+	// NothingChecked: the lists name files but not one file in the
+	// directories was checked against them (a problem: exit 1).
+	NothingChecked bool `json:"nothing_checked"`
+	ProblemsFound  bool `json:"problems_found"`
 }
 
 // verifyState is the resume file: digests of files already hashed in an
@@ -96,150 +101,221 @@ type verifyStateEntry struct {
 	Digest  string `json:"digest"`
 }
 
+// MaxJobs bounds VerifyOptions.Jobs: each job holds a 1 MiB read buffer,
+// and more parallel readers than this only make a RAID array seek.
+const MaxJobs = 64
+
+// ErrTooManyJobs is returned for Jobs above MaxJobs.
+var ErrTooManyJobs = fmt.Errorf("more than %d parallel jobs", MaxJobs)
+
 // Verify checks the table files in opts.Dirs. Mismatches are reported, not
 // returned as errors; an error means Verify could not do its job. When ctx
 // is cancelled it saves its state and returns the partial report with
 // Interrupted set, together with ctx's error.
+//
+// The steps: find the files (internal/tablewalk, the walker prefix uses
+// too), load the resume state, run the cheap checks and pick the files to
+// hash, hash them in parallel, keep or drop the state, then give each file
+// its verdict and the report its totals.
 func Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, error) {
-	if opts.Clock == nil {
-		opts.Clock = RealClock{}
+	if err := opts.normalize(); err != nil {
+		return VerifyReport{}, err
 	}
-	if opts.Jobs < 1 {
-		opts.Jobs = 1
-	}
-	start := opts.Clock.Now()
-	rep := VerifyReport{SizeCheck: opts.Sizes != nil, TrailerCheck: opts.Trailers != nil, Complete: opts.Complete, StateFile: opts.StatePath, Missing: []string{}}
+	v := &verifier{opts: opts, start: opts.Clock.Now(), byContent: contentIndex(opts)}
+	v.rep = VerifyReport{SizeCheck: opts.Sizes != nil, TrailerCheck: opts.Trailers != nil, Complete: opts.Complete, StateFile: opts.StatePath, Missing: []string{}}
 	if opts.Checksums != nil {
-		rep.Algo, rep.ChecksumList = opts.Checksums.Algo, opts.Checksums.Source
-	}
-	if opts.Checksums == nil && opts.Sizes == nil && opts.Trailers == nil {
-		return rep, errors.New("nothing to check against: give a checksum list, a sizes list (bytes.tsv) or a trailer list (tbcheck.txt)")
+		v.rep.Algo, v.rep.ChecksumList = opts.Checksums.Algo, opts.Checksums.Source
 	}
 	files, err := findFiles(opts.Dirs, opts.StatePath)
 	if err != nil {
-		return rep, err
+		return v.rep, err
 	}
-	st := verifyState{Version: 1, Files: map[string]verifyStateEntry{}}
-	if opts.StatePath != "" && opts.Checksums != nil {
-		var old verifyState
-		found, err := readJSON(opts.StatePath, &old)
-		if err != nil {
-			return rep, err
-		}
-		if found && old.Algo == opts.Checksums.Algo && old.Files != nil {
-			st.Files = old.Files
-		}
-		st.Algo, st.List = opts.Checksums.Algo, opts.Checksums.Source
+	v.files = files
+	if err := v.loadState(); err != nil {
+		return v.rep, err
 	}
+	v.planChecks()
+	v.hashAll(ctx)
+	interrupted := ctx.Err() != nil
+	v.finishState(interrupted)
+	v.tally(interrupted)
+	if interrupted {
+		return v.rep, fmt.Errorf("verify interrupted after %d bytes (rerun with the same --state to continue): %w", v.hashed, ctx.Err())
+	}
+	return v.rep, v.saveErr
+}
 
-	results := make([]FileResult, len(files))
-	var toHash []int
+func (o *VerifyOptions) normalize() error {
+	if o.Clock == nil {
+		o.Clock = RealClock{}
+	}
+	if o.Jobs < 1 {
+		o.Jobs = 1
+	}
+	if o.Jobs > MaxJobs {
+		return fmt.Errorf("%d jobs: %w (each holds a 1 MiB buffer; 2-8 saturate a RAID array)", o.Jobs, ErrTooManyJobs)
+	}
+	if o.Checksums == nil && o.Sizes == nil && o.Trailers == nil {
+		return errors.New("nothing to check against: give a checksum list, a sizes list (bytes.tsv) or a trailer list (tbcheck.txt)")
+	}
+	return nil
+}
+
+// verifier is one Verify run's working state.
+type verifier struct {
+	opts    VerifyOptions
+	start   time.Time
+	rep     VerifyReport
+	files   []tablewalk.File
+	results []FileResult
+	toHash  []int // indexes into files, largest first
+	st      verifyState
+	// byContent names the table a published digest or trailer belongs to.
+	byContent contentByValue
+
+	mu       sync.Mutex // guards results, st, hashed, lastSave, saveErr while hashing
+	hashed   int64
+	lastSave time.Time
+	saveErr  error
+}
+
+// loadState reads the resume state of an interrupted run, if any.
+func (v *verifier) loadState() error {
+	v.st = verifyState{Version: 1, Files: map[string]verifyStateEntry{}}
+	if v.opts.StatePath == "" || v.opts.Checksums == nil {
+		return nil
+	}
+	var old verifyState
+	found, err := readJSON(v.opts.StatePath, &old)
+	if err != nil {
+		return err
+	}
+	if found && old.Algo == v.opts.Checksums.Algo && old.Files != nil {
+		v.st.Files = old.Files
+	}
+	v.st.Algo, v.st.List = v.opts.Checksums.Algo, v.opts.Checksums.Source
+	return nil
+}
+
+// planChecks runs the cheap checks on every file and picks the files to
+// hash (listed, readable, not already hashed in the interrupted run).
+func (v *verifier) planChecks() {
+	v.results = make([]FileResult, len(v.files))
 	var total int64
-	for i, f := range files {
-		r := &results[i]
-		*r = FileResult{Name: filepath.Base(f.path), Path: f.path, Size: f.size}
-		cheapChecks(r, opts)
-		if opts.Checksums == nil || r.Verdict == VerdictUnreadable {
+	for i, f := range v.files {
+		r := &v.results[i]
+		*r = FileResult{Name: f.Name, Path: f.Path, Size: f.Size}
+		cheapChecks(r, v.opts, v.byContent)
+		if v.opts.Checksums == nil || r.Verdict == VerdictUnreadable {
 			continue
 		}
-		want, listed := opts.Checksums.Digests[r.Name]
+		want, listed := v.opts.Checksums.Digests[r.Name]
 		if !listed {
 			continue
 		}
 		r.Expected = want
-		if e, ok := st.Files[f.path]; ok && e.Size == f.size && e.MtimeNs == f.mtimeNs && e.Digest != "" {
+		if e, ok := v.st.Files[f.Path]; ok && e.Size == f.Size && e.MtimeNs == f.ModTime.UnixNano() && e.Digest != "" {
 			r.Actual, r.Resumed = e.Digest, true
-			rep.Resumed++
+			v.rep.Resumed++
 			continue
 		}
-		toHash = append(toHash, i)
-		total += f.size
+		v.toHash = append(v.toHash, i)
+		total += f.Size
 	}
-	if opts.Total != nil {
-		opts.Total(total)
-	}
-
 	// Hash the largest files first so the workers finish together.
-	sort.SliceStable(toHash, func(a, b int) bool { return files[toHash[a]].size > files[toHash[b]].size })
-	throttle := NewThrottle(opts.Rate, opts.Clock)
-	var (
-		mu       sync.Mutex
-		lastSave time.Time
-		saveErr  error
-		hashed   int64
-	)
-	save := func(force bool) {
-		if opts.StatePath == "" || opts.Checksums == nil {
-			return
-		}
-		now := opts.Clock.Now()
-		if !force && now.Sub(lastSave) < time.Second {
-			return
-		}
-		lastSave = now
-		st.Updated = now
-		if err := writeJSONAtomic(opts.StatePath, st); err != nil && saveErr == nil {
-			saveErr = err
-		}
+	sort.SliceStable(v.toHash, func(a, b int) bool { return v.files[v.toHash[a]].Size > v.files[v.toHash[b]].Size })
+	if v.opts.Total != nil {
+		v.opts.Total(total)
 	}
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < opts.Jobs; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			buf := make([]byte, 1<<20)
-			for i := range jobs {
-				f := files[i]
-				sum, n, err := hashFile(ctx, f.path, opts.Checksums.Algo, buf, throttle, opts.Progress)
-				mu.Lock()
-				hashed += n
-				r := &results[i]
-				switch {
-				case ctx.Err() != nil:
-					// interrupted: leave it unhashed, the next run does it
-				case err != nil:
-					r.Verdict = VerdictUnreadable
-					r.Problems = append(r.Problems, err.Error())
-				default:
-					r.Actual = sum
-					st.Files[f.path] = verifyStateEntry{Size: f.size, MtimeNs: f.mtimeNs, Digest: sum}
-					save(false)
-				}
-				mu.Unlock()
+}
+
+// hashAll hashes the picked files, opts.Jobs at a time, until done or ctx
+// is cancelled. A file that cannot be read is a finding, not an error.
+func (v *verifier) hashAll(ctx context.Context) {
+	if len(v.toHash) == 0 {
+		return
+	}
+	throttle := NewThrottle(v.opts.Rate, v.opts.Clock)
+	bufs := sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
+	var g errgroup.Group
+	g.SetLimit(v.opts.Jobs)
+	for _, i := range v.toHash {
+		if ctx.Err() != nil {
+			break
+		}
+		g.Go(func() error {
+			buf := bufs.Get().(*[]byte)
+			defer bufs.Put(buf)
+			f := v.files[i]
+			sum, n, err := hashFile(ctx, f.Path, v.opts.Checksums.Algo, *buf, throttle, v.opts.Progress)
+			v.mu.Lock()
+			defer v.mu.Unlock()
+			v.hashed += n
+			r := &v.results[i]
+			switch {
+			case ctx.Err() != nil:
+				// interrupted: leave it unhashed, the next run does it
+			case err != nil:
+				r.Verdict = VerdictUnreadable
+				r.Problems = append(r.Problems, err.Error())
+			default:
+				r.Actual = sum
+				v.st.Files[f.Path] = verifyStateEntry{Size: f.Size, MtimeNs: f.ModTime.UnixNano(), Digest: sum}
+				v.save(false)
 			}
-		}()
+			return nil
+		})
 	}
-feed:
-	for _, i := range toHash {
-		select {
-		case jobs <- i:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	rep.BytesHashed = hashed
+	g.Wait()
+	v.rep.BytesHashed = v.hashed
+}
 
-	interrupted := ctx.Err() != nil
+// save writes the resume state at most once a second (always if force).
+// The caller holds v.mu or is the only goroutine left.
+func (v *verifier) save(force bool) {
+	if v.opts.StatePath == "" || v.opts.Checksums == nil {
+		return
+	}
+	now := v.opts.Clock.Now()
+	if !force && now.Sub(v.lastSave) < time.Second {
+		return
+	}
+	v.lastSave = now
+	v.st.Updated = now
+	if err := writeJSONAtomic(v.opts.StatePath, v.st); err != nil && v.saveErr == nil {
+		v.saveErr = err
+	}
+}
+
+// finishState saves the state of an interrupted run, or removes it after
+// a finished one: the state only bridges an interruption, it is not a
+// cache that would hide later corruption.
+func (v *verifier) finishState(interrupted bool) {
 	if interrupted {
-		rep.Interrupted = true
-		save(true)
-	} else if opts.StatePath != "" && opts.Checksums != nil {
-		// A finished run starts afresh next time: the state only bridges an
-		// interruption, it is not a cache that would hide later corruption.
-		if err := os.Remove(opts.StatePath); err != nil && !errors.Is(err, os.ErrNotExist) {
-			saveErr = fmt.Errorf("state %s: %w", opts.StatePath, err)
+		v.rep.Interrupted = true
+		v.save(true)
+		return
+	}
+	if v.opts.StatePath != "" && v.opts.Checksums != nil {
+		if err := os.Remove(v.opts.StatePath); err != nil && !errors.Is(err, os.ErrNotExist) {
+			v.saveErr = fmt.Errorf("state %s: %w", v.opts.StatePath, err)
 		}
 	}
+}
 
+// tally gives every file its verdict and the report its totals.
+func (v *verifier) tally(interrupted bool) {
+	opts, rep := v.opts, &v.rep
+	byContent := v.byContent
 	onDisk := map[string]bool{}
-	for i := range results {
-		r := &results[i]
+	for i := range v.results {
+		r := &v.results[i]
 		onDisk[r.Name] = true
 		if r.Expected != "" && r.Actual != "" && r.Actual != r.Expected {
 			r.Problems = append(r.Problems, fmt.Sprintf("%s differs: published %s, file %s", opts.Checksums.Algo, r.Expected, r.Actual))
+			if other := byContent.digest[r.Actual]; other != "" {
+				r.Problems = append(r.Problems, fmt.Sprintf("the file holds %s's bytes (its %s is the one published for %s)", other, opts.Checksums.Algo, other))
+			}
 		}
 		if r.Verdict == "" {
 			switch {
@@ -264,22 +340,45 @@ feed:
 			rep.Unreadable++
 		}
 	}
-	for _, n := range listedNames(opts) {
+	listed := listedNames(opts)
+	for _, n := range listed {
 		if !onDisk[n] {
 			rep.Missing = append(rep.Missing, n)
 		}
 	}
-	rep.Files = results
-	rep.Seconds = opts.Clock.Now().Sub(start).Seconds()
-	rep.ProblemsFound = rep.Mismatches > 0 || rep.Unreadable > 0 || (opts.Complete && len(rep.Missing) > 0)
-	if interrupted {
-		return rep, fmt.Errorf("verify interrupted after %d bytes (rerun with the same --state to continue): %w", hashed, ctx.Err())
-	}
-	return rep, saveErr
+	rep.Files = v.results
+	rep.Seconds = opts.Clock.Now().Sub(v.start).Seconds()
+	// A run that checked nothing against a list that names files is a
+	// failure: a cron check must not pass while checking nothing (a wrong
+	// directory, an unmounted array, a symlink the walker did not follow).
+	rep.NothingChecked = !interrupted && len(listed) > 0 && rep.OK+rep.Mismatches+rep.Unreadable == 0
+	rep.ProblemsFound = rep.Mismatches > 0 || rep.Unreadable > 0 || (opts.Complete && len(rep.Missing) > 0) || rep.NothingChecked
 }
 
-// cheapChecks compares size and embedded trailer without hashing.
-func cheapChecks(r *FileResult, opts VerifyOptions) {
+// contentByValue maps published values back to the file they belong to, to
+// name the table whose bytes a file holds (KvKR.rtbw holding KRvK.rtbw's).
+type contentByValue struct {
+	digest  map[string]string
+	trailer map[string]string
+}
+
+func contentIndex(opts VerifyOptions) contentByValue {
+	c := contentByValue{digest: map[string]string{}, trailer: map[string]string{}}
+	if opts.Checksums != nil {
+		for n, d := range opts.Checksums.Digests {
+			c.digest[d] = n
+		}
+	}
+	for n, t := range opts.Trailers {
+		c.trailer[t] = n
+	}
+	return c
+}
+
+// cheapChecks compares size and embedded trailer without hashing. A file
+// whose trailer is the one published for another table (KvKR.rtbw holding
+// KRvK.rtbw's bytes) is a mismatch, listed under its own name or not.
+func cheapChecks(r *FileResult, opts VerifyOptions, byContent contentByValue) {
 	if opts.Sizes != nil {
 		if want, ok := opts.Sizes[r.Name]; ok {
 			w := want
@@ -289,20 +388,30 @@ func cheapChecks(r *FileResult, opts VerifyOptions) {
 			}
 		}
 	}
-	if opts.Trailers != nil {
-		if want, ok := opts.Trailers[r.Name]; ok {
-			r.TrailerExpected = want
-			got, err := readTrailer(r.Path, r.Size)
-			if err != nil {
-				r.Verdict = VerdictUnreadable
-				r.Problems = append(r.Problems, err.Error())
-				return
-			}
-			r.TrailerActual = got
-			if got != want {
-				r.Problems = append(r.Problems, fmt.Sprintf("embedded checksum (last %d bytes) %s, published %s", TrailerSize, got, want))
-			}
+	if opts.Trailers == nil {
+		return
+	}
+	want, listed := opts.Trailers[r.Name]
+	if !listed && r.Size < TrailerSize {
+		return // an unlisted small file (a README): nothing to compare
+	}
+	got, err := readTrailer(r.Path, r.Size)
+	if err != nil {
+		if listed {
+			r.Verdict = VerdictUnreadable
+			r.Problems = append(r.Problems, err.Error())
 		}
+		return
+	}
+	if listed {
+		r.TrailerExpected, r.TrailerActual = want, got
+		if got != want {
+			r.Problems = append(r.Problems, fmt.Sprintf("embedded checksum (last %d bytes) %s, published %s", TrailerSize, got, want))
+		}
+	}
+	if other := byContent.trailer[got]; other != "" && other != r.Name && !(listed && got == want) {
+		r.TrailerActual = got
+		r.Problems = append(r.Problems, fmt.Sprintf("the file holds %s's bytes: its embedded checksum %s is the one published for %s (renamed or copied over?)", other, got, other))
 	}
 }
 
@@ -360,57 +469,26 @@ func listedNames(opts VerifyOptions) []string {
 	return names
 }
 
-type foundFile struct {
-	path    string
-	size    int64
-	mtimeNs int64
-}
-
-func findFiles(dirs []string, statePath string) ([]foundFile, error) {
-	if len(dirs) == 0 {
-		return nil, errors.New("no table directory given")
+// findFiles walks the table directories with the walker prefix uses too
+// (symlinked roots, files and subdirectories followed; loops and dangling
+// links refused), skipping dot files and directories and the state file.
+func findFiles(dirs []string, statePath string) ([]tablewalk.File, error) {
+	files, err := tablewalk.Walk(dirs, tablewalk.Options{Keep: func(name string, dir bool) bool {
+		return !strings.HasPrefix(name, ".")
+	}})
+	if err != nil {
+		return nil, err
 	}
-	var out []foundFile
-	skip := ""
-	if statePath != "" {
-		skip, _ = filepath.Abs(statePath)
+	if statePath == "" {
+		return files, nil
 	}
-	for _, d := range dirs {
-		fi, err := os.Stat(d)
-		if err != nil {
-			return nil, fmt.Errorf("table directory: %w", err)
-		}
-		if !fi.IsDir() {
-			return nil, fmt.Errorf("table directory %s: not a directory", d)
-		}
-		err = filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if p != d && strings.HasPrefix(e.Name(), ".") {
-				if e.IsDir() {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if !e.Type().IsRegular() {
-				return nil
-			}
-			if abs, _ := filepath.Abs(p); abs == skip {
-				return nil
-			}
-			info, err := e.Info()
-			if err != nil {
-				return err
-			}
-			out = append(out, foundFile{path: p, size: info.Size(), mtimeNs: info.ModTime().UnixNano()})
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("table directory %s: %w", d, err)
+	skip, _ := filepath.Abs(statePath)
+	out := files[:0]
+	for _, f := range files {
+		if abs, _ := filepath.Abs(f.Path); abs != skip {
+			out = append(out, f)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
 	return out, nil
 }
 

@@ -22,11 +22,11 @@ func realLists(t testing.TB, list string) (ChecksumList, map[string]int64, map[s
 	if err != nil {
 		t.Fatal(err)
 	}
-	sizes, err := ReadSizes(filepath.Join(base, "bytes.tsv"))
+	sizes, _, err := ReadSizes(filepath.Join(base, "bytes.tsv"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := ReadTrailers(filepath.Join(base, "tbcheck.txt"))
+	tr, _, err := ReadTrailers(filepath.Join(base, "tbcheck.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}

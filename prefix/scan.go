@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/tbhost/tbhost/internal/tablewalk"
 )
 
 // Source is one table file found under the table directories.
@@ -18,45 +17,27 @@ type Source struct {
 	Name string // base name, KRvK.rtbw
 }
 
-// FindTables walks dirs (recursively; a dir may be a symlink) for files
-// ending in .rtbw or .rtbz (regular files or symlinks to them).
+// FindTables walks dirs for files ending in .rtbw or .rtbz, with the
+// semantics of internal/tablewalk (shared with integrity verify-tables):
+// a dir may be a symlink, symlinked files and subdirectories below are
+// followed, a symlink loop or a dangling link is an error, never a skip.
 // Other files are ignored. The same table name under two directories is an
 // error: the store holds one prefix per name.
 func FindTables(dirs []string) ([]Source, error) {
+	files, err := tablewalk.Walk(dirs, tablewalk.Options{Keep: func(name string, dir bool) bool {
+		return dir || strings.HasSuffix(name, ".rtbw") || strings.HasSuffix(name, ".rtbz")
+	}})
+	if err != nil {
+		return nil, err
+	}
 	var out []Source
 	seen := map[string]string{}
-	for _, dir := range dirs {
-		st, err := os.Stat(dir)
-		if err != nil {
-			return nil, fmt.Errorf("table directory: %w", err)
+	for _, f := range files {
+		if other, dup := seen[f.Name]; dup {
+			return nil, fmt.Errorf("table %s is in two places: %s and %s; keep one (the store holds one prefix per table name)", f.Name, other, f.Path)
 		}
-		if !st.IsDir() {
-			return nil, fmt.Errorf("table directory %s is not a directory", dir)
-		}
-		// A table directory is often a symlink to the array's mount: walk its
-		// target (symlinked subdirectories below are not followed).
-		root, err := filepath.EvalSymlinks(dir)
-		if err != nil {
-			return nil, fmt.Errorf("table directory: %w", err)
-		}
-		err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return fmt.Errorf("scan %s: %w", path, err)
-			}
-			name := d.Name()
-			if d.IsDir() || !(strings.HasSuffix(name, ".rtbw") || strings.HasSuffix(name, ".rtbz")) {
-				return nil
-			}
-			if other, dup := seen[name]; dup {
-				return fmt.Errorf("table %s is in two places: %s and %s; keep one (the store holds one prefix per table name)", name, other, path)
-			}
-			seen[name] = path
-			out = append(out, Source{Path: path, Name: name})
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
+		seen[f.Name] = f.Path
+		out = append(out, Source{Path: f.Path, Name: f.Name})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil

@@ -3,11 +3,11 @@ package bench
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"golang.org/x/sync/errgroup"
 )
 
 // Load is how requests are issued.
@@ -31,10 +31,15 @@ type Load struct {
 }
 
 // Validate checks the load for nonsense values and names the flag at fault.
+// MaxClients bounds Load.Clients: each client is a goroutine with its own
+// latency histograms (and, in a replay, a connection); far fewer saturate
+// any tablebase server.
+const MaxClients = 4096
+
 func (l Load) Validate() error {
 	switch {
-	case l.Clients < 1:
-		return fmt.Errorf("--clients %d: need at least 1 client", l.Clients)
+	case l.Clients < 1 || l.Clients > MaxClients:
+		return fmt.Errorf("--clients %d: want 1 to %d", l.Clients, MaxClients)
 	case l.Requests < 1:
 		return fmt.Errorf("--requests %d: need at least 1 request", l.Requests)
 	case l.Warmup < 0:
@@ -146,17 +151,18 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 		interval = time.Duration(float64(time.Second) / load.Rate)
 	}
 	stats := make([]*clientStats, load.Clients)
-	var wg sync.WaitGroup
+	// Every client runs at once (that is the load), so the group has no
+	// limit; Load.Validate bounds the clients.
+	var g errgroup.Group
 	for c := 0; c < load.Clients; c++ {
 		st := &clientStats{ok: newHistogram(), failed: newHistogram(), statuses: map[int]int64{}}
 		stats[c] = st
-		wg.Add(1)
-		go func(client int) {
-			defer wg.Done()
+		client := c
+		g.Go(func() error {
 			for ctx.Err() == nil {
 				seq := next.Add(1) - 1
 				if seq >= load.Requests {
-					return
+					return nil
 				}
 				begin := time.Now()
 				if interval > 0 {
@@ -166,7 +172,7 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 						select {
 						case <-ctx.Done():
 							t.Stop()
-							return
+							return nil
 						case <-t.C:
 						}
 					}
@@ -178,7 +184,7 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 				done.Add(1)
 				st.issued++
 				if ctx.Err() != nil && out.Err != nil {
-					return // cut short by the run's end, not a failure of the target
+					return nil // cut short by the run's end, not a failure of the target
 				}
 				if out.Err != nil && st.firstErr == "" {
 					st.firstErr = out.Err.Error()
@@ -213,9 +219,10 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 						Outcome: out, Elapsed: end.Sub(start), Intended: interval > 0})
 				}
 			}
-		}(c)
+			return nil
+		})
 	}
-	wg.Wait()
+	g.Wait()
 	end := time.Now()
 	res := &Result{OK: newHistogram(), Failed: newHistogram(), Elapsed: end.Sub(start), Statuses: map[int]int64{}}
 	var first time.Time

@@ -166,55 +166,35 @@ func (lc *leanClient) roundTrip(cn *leanConn, path string) (status int, keep, fr
 	return status, keep, true, err
 }
 
+// maxInterim bounds the 1xx interim answers skipped before the final one.
+const maxInterim = 8
+
 // readAnswer reads one HTTP/1.x answer to a GET from br and discards its
-// body; it returns the status and whether the connection stays usable.
-// Only what a GET needs: Content-Length, chunked, or body until close.
+// body; it returns the final status (200-599) and whether the connection
+// stays usable. Interim 1xx answers (100 Continue, 103 Early Hints) are
+// skipped, as RFC 9110 15.2 requires; 101 Switching Protocols to a GET that
+// asked for no upgrade is an error, as is a status outside 100-599. Only
+// what a GET needs: Content-Length, chunked, or body until close.
 func readAnswer(br *bufio.Reader) (status int, keep bool, err error) {
-	line, err := br.ReadSlice('\n')
-	if err != nil {
-		return 0, false, fmt.Errorf("reading the status line: %w", err)
-	}
-	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' {
-		return 0, false, fmt.Errorf("not an HTTP/1.x answer: %q", bytes.TrimSpace(line))
-	}
-	status, err = strconv.Atoi(string(line[9:12]))
-	if err != nil {
-		return 0, false, fmt.Errorf("bad status line %q", bytes.TrimSpace(line))
-	}
-	keep = line[7] == '1' // HTTP/1.1 keeps the connection by default
-	length, chunked := int64(-1), false
-	for {
-		h, err := br.ReadSlice('\n')
+	var length int64
+	var chunked bool
+	for interim := 0; ; interim++ {
+		status, keep, length, chunked, err = readHead(br)
 		if err != nil {
-			return status, false, fmt.Errorf("reading headers: %w", err)
+			return status, false, err
 		}
-		h = bytes.TrimRight(h, "\r\n")
-		if len(h) == 0 {
+		if status >= 200 {
 			break
 		}
-		name, value, ok := bytes.Cut(h, []byte(":"))
-		if !ok {
-			continue
+		if status == http.StatusSwitchingProtocols {
+			return status, false, errors.New("101 Switching Protocols to a GET that asked for no upgrade")
 		}
-		value = bytes.TrimSpace(value)
-		switch {
-		case bytes.EqualFold(name, []byte("Content-Length")):
-			if length, err = strconv.ParseInt(string(value), 10, 64); err != nil || length < 0 {
-				return status, false, fmt.Errorf("bad Content-Length %q", value)
-			}
-		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
-			chunked = bytes.Contains(bytes.ToLower(value), []byte("chunked"))
-		case bytes.EqualFold(name, []byte("Connection")):
-			v := bytes.ToLower(value)
-			if bytes.Contains(v, []byte("close")) {
-				keep = false
-			} else if bytes.Contains(v, []byte("keep-alive")) {
-				keep = true
-			}
+		if interim == maxInterim {
+			return status, false, fmt.Errorf("more than %d interim (1xx) answers before the final one", maxInterim)
 		}
 	}
 	switch {
-	case status == http.StatusNoContent || status == http.StatusNotModified || (status >= 100 && status < 200):
+	case status == http.StatusNoContent || status == http.StatusNotModified:
 		return status, keep, nil
 	case chunked:
 		if _, err := io.Copy(io.Discard, httputil.NewChunkedReader(br)); err != nil {
@@ -241,6 +221,59 @@ func readAnswer(br *bufio.Reader) (status int, keep bool, err error) {
 		return status, false, nil
 	}
 }
+
+// readHead reads a status line and the headers up to the empty line.
+func readHead(br *bufio.Reader) (status int, keep bool, length int64, chunked bool, err error) {
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		return 0, false, -1, false, fmt.Errorf("reading the status line: %w", err)
+	}
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || (line[7] != '0' && line[7] != '1') || line[8] != ' ' {
+		return 0, false, -1, false, fmt.Errorf("not an HTTP/1.x answer: %.80q", bytes.TrimSpace(line))
+	}
+	code := line[9:12]
+	if !isDigit(code[0]) || !isDigit(code[1]) || !isDigit(code[2]) || (len(line) > 12 && line[12] != ' ' && line[12] != '\r' && line[12] != '\n') {
+		return 0, false, -1, false, fmt.Errorf("bad status line %.80q", bytes.TrimSpace(line))
+	}
+	status = int(code[0]-'0')*100 + int(code[1]-'0')*10 + int(code[2]-'0')
+	if status < 100 || status > 599 {
+		return 0, false, -1, false, fmt.Errorf("status %d outside 100-599 in %.80q", status, bytes.TrimSpace(line))
+	}
+	keep = line[7] == '1' // HTTP/1.1 keeps the connection by default
+	length = -1
+	for {
+		h, err := br.ReadSlice('\n')
+		if err != nil {
+			return status, false, -1, false, fmt.Errorf("reading headers: %w", err)
+		}
+		h = bytes.TrimRight(h, "\r\n")
+		if len(h) == 0 {
+			return status, keep, length, chunked, nil
+		}
+		name, value, ok := bytes.Cut(h, []byte(":"))
+		if !ok {
+			continue
+		}
+		value = bytes.TrimSpace(value)
+		switch {
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			if length, err = strconv.ParseInt(string(value), 10, 64); err != nil || length < 0 {
+				return status, false, -1, false, fmt.Errorf("bad Content-Length %.40q", value)
+			}
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+			chunked = bytes.Contains(bytes.ToLower(value), []byte("chunked"))
+		case bytes.EqualFold(name, []byte("Connection")):
+			v := bytes.ToLower(value)
+			if bytes.Contains(v, []byte("close")) {
+				keep = false
+			} else if bytes.Contains(v, []byte("keep-alive")) {
+				keep = true
+			}
+		}
+	}
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 func (lc *leanClient) wrap(ctx context.Context, err error) error {
 	if ctx.Err() != nil {

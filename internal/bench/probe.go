@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // probeSubtable is what a probe needs to know about one subtable: where its
@@ -222,16 +224,16 @@ func (p *prober) runPicks(ctx context.Context, picks []pick) Outcome {
 	}
 	n := min(p.parallel, len(picks))
 	outs := make([]Outcome, n)
-	var wg sync.WaitGroup
+	// The chunks must run concurrently (that is what is measured): no limit.
+	var g errgroup.Group
 	for i := 0; i < n; i++ {
 		lo, hi := i*len(picks)/n, (i+1)*len(picks)/n
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Go(func() error {
 			outs[i] = p.run(ctx, picks[lo:hi])
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	g.Wait()
 	var total Outcome
 	for _, o := range outs {
 		total.Probes += o.Probes

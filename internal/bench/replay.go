@@ -16,12 +16,30 @@ import (
 	"time"
 )
 
+// Log is a request log read by ReadLog.
+type Log struct {
+	Paths []string // request targets, safe to write into a request line
+	// Escaped counts the lines whose path held bytes a request-target may
+	// not (space, CR, control characters, non-ASCII, a stray %); they were
+	// percent-encoded, never sent verbatim.
+	Escaped int
+}
+
 // ReadLog reads a request log: one FEN per line, or one URL path per line
 // ("/standard?fen=..."; a full http(s) URL keeps only its path and query).
-// Blank lines and lines starting with # are skipped. It returns the request
-// paths, FENs turned into GET /standard?fen=....
-func ReadLog(r io.Reader) ([]string, error) {
-	var paths []string
+// Blank lines and lines starting with # are skipped. FENs become
+// GET /standard?fen=.... A production log is user-controlled input: every
+// path is made a valid origin-form request-target (RFC 9112 3.2.1, RFC
+// 3986), so no CR, LF, space or control byte ever reaches the server.
+func ReadLog(r io.Reader) (Log, error) {
+	var l Log
+	add := func(p string, escaped bool) {
+		e := EscapeTarget(p)
+		if escaped || e != p {
+			l.Escaped++
+		}
+		l.Paths = append(l.Paths, e)
+	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	line := 0
@@ -32,27 +50,70 @@ func ReadLog(r io.Reader) ([]string, error) {
 		case s == "" || strings.HasPrefix(s, "#"):
 			continue
 		case strings.HasPrefix(s, "/"):
-			paths = append(paths, s)
+			add(s, false)
 		case strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://"):
-			u, err := url.Parse(s)
+			e := EscapeTarget(s) // url.Parse refuses control bytes; escape them like a path's
+			u, err := url.Parse(e)
 			if err != nil {
-				return nil, fmt.Errorf("line %d: %w", line, err)
+				return Log{}, fmt.Errorf("line %d: %w", line, err)
 			}
-			paths = append(paths, u.RequestURI())
+			add(u.RequestURI(), e != s)
 		default:
 			if strings.Count(s, "/") != 7 {
-				return nil, fmt.Errorf("line %d: %q is neither a FEN (8 ranks separated by /) nor a URL path starting with /", line, s)
+				return Log{}, fmt.Errorf("line %d: %.80q is neither a FEN (8 ranks separated by /) nor a URL path starting with /", line, s)
 			}
-			paths = append(paths, "/standard?fen="+url.QueryEscape(s))
+			add("/standard?fen="+url.QueryEscape(s), false)
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("line %d: %w", line+1, err)
+		return Log{}, fmt.Errorf("line %d: %w", line+1, err)
 	}
-	if len(paths) == 0 {
-		return nil, errors.New("no requests in the log (empty, or only comments)")
+	if len(l.Paths) == 0 {
+		return Log{}, errors.New("no requests in the log (empty, or only comments)")
 	}
-	return paths, nil
+	return l, nil
+}
+
+// EscapeTarget returns p with every byte that may not appear in an
+// origin-form request-target percent-encoded: what RFC 3986 allows in a
+// path and query (unreserved, sub-delims, ":", "@", "/", "?") and valid
+// %XX escapes stay, everything else (space, CTL, DEL, non-ASCII, "#",
+// quotes, brackets, a "%" not followed by two hex digits) becomes %XX.
+func EscapeTarget(p string) string {
+	const hexDigits = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if targetByte(c) || c == '%' && i+2 < len(p) && isHex(p[i+1]) && isHex(p[i+2]) {
+			if b.Cap() > 0 {
+				b.WriteByte(c)
+			}
+			continue
+		}
+		if b.Cap() == 0 {
+			b.Grow(len(p) + 16)
+			b.WriteString(p[:i])
+		}
+		b.WriteByte('%')
+		b.WriteByte(hexDigits[c>>4])
+		b.WriteByte(hexDigits[c&15])
+	}
+	if b.Cap() == 0 {
+		return p
+	}
+	return b.String()
+}
+
+func targetByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("-._~!$&'()*+,;=:@/?", c) >= 0
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // Warmup is a warm-up given as a count ("800000") or as a share of the log
@@ -129,6 +190,16 @@ func RunReplay(ctx context.Context, o ReplayOptions) (*Report, error) {
 	if o.Timeout <= 0 {
 		return nil, fmt.Errorf("--timeout %s: must be positive", o.Timeout)
 	}
+	// Paths are input (ReadLog makes them safe; a library caller may not
+	// have): never write a byte into the request line that does not belong.
+	paths := make([]string, len(o.Paths))
+	for i, p := range o.Paths {
+		if !strings.HasPrefix(p, "/") {
+			return nil, fmt.Errorf("request %d: path %.80q does not start with /", i, p)
+		}
+		paths[i] = EscapeTarget(p)
+	}
+	o.Paths = paths
 	bases := make([]*url.URL, len(o.Targets))
 	for i, t := range o.Targets {
 		u, err := url.Parse(t)

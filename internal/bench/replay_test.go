@@ -17,7 +17,8 @@ import (
 
 func TestReadLogFENsAndPaths(t *testing.T) {
 	log := "# comment\n8/8/8/8/8/8/8/KRk5 w - - 0 1\n\n/standard?fen=8/8/8/8/8/8/8/KQk5_w_-_-_0_1\nhttp://example.org/standard?fen=x\n"
-	paths, err := ReadLog(strings.NewReader(log))
+	l, err := ReadLog(strings.NewReader(log))
+	paths := l.Paths
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -127,10 +127,11 @@ func (s *TableSet) Materials() []string {
 // FEN counts for its table). It also returns how many requests named a
 // material the set does not have (left out), with an example.
 func (s *TableSet) MaterialMix(r io.Reader) (mix map[string]float64, unmatched int, example string, err error) {
-	paths, err := ReadLog(r)
+	log, err := ReadLog(r)
 	if err != nil {
 		return nil, 0, "", err
 	}
+	paths := log.Paths
 	have := map[string]bool{}
 	for _, m := range s.Materials() {
 		have[m] = true

@@ -99,10 +99,11 @@ func TestReplayTenThousandFENsAgainstBuiltInTarget(t *testing.T) {
 	for _, i := range []int{9000, 9500, 9999} {
 		lines[i] = "8/8/8/8/8/8/8/KQQQk3 w - - 0 1"
 	}
-	paths, err := ReadLog(strings.NewReader(strings.Join(lines, "\n")))
+	rl, err := ReadLog(strings.NewReader(strings.Join(lines, "\n")))
 	if err != nil {
 		t.Fatal(err)
 	}
+	paths := rl.Paths
 	dir := t.TempDir()
 	fails := NewCSVSink(filepath.Join(dir, "failures.csv"), FailureHeader())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -89,7 +89,7 @@ func outputFlags(offset time.Duration) []cli.Flag {
 		&cli.DurationFlag{Name: "offset", Value: offset, Usage: "added to latencies in the plot (the client's round trip, e.g. 30ms), printed in the legend; 0 for none"},
 		&cli.DurationFlag{Name: "max-time", Usage: "stop after `DURATION` and report what was measured (exit 1); 0 = no limit"},
 		&cli.Float64Flag{Name: "rate", Usage: "open loop: send `R` requests/s in total, latency measured from each request's intended send time (no coordinated omission); 0 = closed loop"},
-		&cli.IntFlag{Name: "clients", Value: 12, Usage: "concurrent clients (`N`)"},
+		&cli.IntFlag{Name: "clients", Value: 12, Usage: fmt.Sprintf("concurrent clients (`N`, 1-%d)", bench.MaxClients)},
 		cliutil.JSONFlag(),
 	}
 }
@@ -420,8 +420,8 @@ func runReplay(c *cli.Context) error {
 	if err != nil {
 		return cliutil.Usage(err)
 	}
-	if c.Int("clients") < 1 {
-		return cliutil.Usagef("--clients %d: need at least 1", c.Int("clients"))
+	if c.Int("clients") < 1 || c.Int("clients") > bench.MaxClients {
+		return cliutil.Usagef("--clients %d: want 1 to %d", c.Int("clients"), bench.MaxClients)
 	}
 	raw, err := rawSink(c)
 	if err != nil {
@@ -436,9 +436,13 @@ func runReplay(c *cli.Context) error {
 		defer f.Close()
 		in = f
 	}
-	paths, err := bench.ReadLog(in)
+	log, err := bench.ReadLog(in)
 	if err != nil {
 		return cliutil.Problem(fmt.Errorf("--log %s: %w", c.String("log"), err))
+	}
+	paths := log.Paths
+	if log.Escaped > 0 {
+		fmt.Fprintf(g.Stderr, "note: %d log lines held bytes a URL may not (space, CR/LF, control, non-ASCII, a stray %%): sent percent-encoded\n", log.Escaped)
 	}
 	failPath := c.String("failures")
 	if failPath == "" {

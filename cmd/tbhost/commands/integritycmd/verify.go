@@ -42,7 +42,7 @@ func verifyCommand() *cli.Command {
 			&cli.StringFlag{Name: "sizes", Usage: "sizes `FILE` (bytes.tsv); default: bytes.tsv next to --checksums if present"},
 			&cli.StringFlag{Name: "tbcheck", Usage: "embedded-checksum `FILE` (tbcheck.txt); default: tbcheck.txt next to --checksums if present"},
 			&cli.BoolFlag{Name: "no-hash", Usage: "only the cheap checks (size, embedded checksum): seconds for 17 TiB"},
-			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: 2, Usage: "files hashed in parallel"},
+			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: 2, Usage: fmt.Sprintf("files hashed in parallel, 1-%d (each holds a 1 MiB buffer)", integrity.MaxJobs)},
 			&cli.StringFlag{Name: "rate", Usage: "total read rate limit, e.g. 200MiB/s (default: unthrottled)"},
 			&cli.StringFlag{Name: "state", Usage: "resume `FILE`: an interrupted run continues from it"},
 			&cli.BoolFlag{Name: "complete", Usage: "listed files missing in the directories are an error (the whole set must be there)"},
@@ -60,8 +60,8 @@ func runVerify(c *cli.Context) error {
 		return cliutil.Usagef("verify-tables: give at least one table directory (e.g. verify-tables --checksums sha256 /srv/syzygy)")
 	}
 	opts := integrity.VerifyOptions{Dirs: dirs, Jobs: c.Int("jobs"), StatePath: c.String("state"), Complete: c.Bool("complete")}
-	if opts.Jobs < 1 {
-		return cliutil.Usagef("--jobs %d: want 1 or more", opts.Jobs)
+	if opts.Jobs < 1 || opts.Jobs > integrity.MaxJobs {
+		return cliutil.Usagef("--jobs %d: want 1 to %d (2-8 saturate a RAID array; each job holds a 1 MiB buffer)", opts.Jobs, integrity.MaxJobs)
 	}
 	if r := c.String("rate"); r != "" {
 		v, err := sizes.ParseRate(r)
@@ -79,6 +79,7 @@ func runVerify(c *cli.Context) error {
 		algo = v
 	}
 	listDir := ""
+	var warnings []string
 	if p := c.String("checksums"); p != "" {
 		listDir = filepath.Dir(p)
 		if !c.Bool("no-hash") {
@@ -90,6 +91,7 @@ func runVerify(c *cli.Context) error {
 				return cliutil.Usage(err)
 			}
 			opts.Checksums = &l
+			warnings = append(warnings, l.Warnings...)
 		}
 	} else if !c.Bool("no-hash") {
 		return cliutil.Usagef("verify-tables: --checksums FILE is required (or --no-hash with --sizes/--tbcheck)")
@@ -99,21 +101,28 @@ func runVerify(c *cli.Context) error {
 		return err
 	}
 	if sizesFile != "" {
-		if opts.Sizes, err = integrity.ReadSizes(sizesFile); err != nil {
+		var w []string
+		if opts.Sizes, w, err = integrity.ReadSizes(sizesFile); err != nil {
 			return cliutil.CannotRun(fmt.Errorf("--sizes: %w", err))
 		}
+		warnings = append(warnings, w...)
 	}
 	trailerFile, err := pickList(c.String("tbcheck"), listDir, "tbcheck.txt")
 	if err != nil {
 		return err
 	}
 	if trailerFile != "" {
-		if opts.Trailers, err = integrity.ReadTrailers(trailerFile); err != nil {
+		var w []string
+		if opts.Trailers, w, err = integrity.ReadTrailers(trailerFile); err != nil {
 			return cliutil.CannotRun(fmt.Errorf("--tbcheck: %w", err))
 		}
+		warnings = append(warnings, w...)
 	}
 	if opts.Checksums == nil && opts.Sizes == nil && opts.Trailers == nil {
 		return cliutil.Usagef("verify-tables --no-hash: nothing to check against; give --sizes bytes.tsv and/or --tbcheck tbcheck.txt")
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(g.Stderr, "warning: %s\n", w)
 	}
 	if !g.JSON {
 		fmt.Fprintf(g.Stderr, "verify-tables: %s\n", describeChecks(opts, sizesFile, trailerFile))
@@ -215,6 +224,9 @@ func printVerify(w io.Writer, rep integrity.VerifyReport, all bool) error {
 		}
 	} else {
 		fmt.Fprintln(w)
+	}
+	if rep.NothingChecked {
+		fmt.Fprintf(w, "NOTHING CHECKED: none of the %d files found is in the lists: wrong directory, or the array not mounted?\n", len(rep.Files))
 	}
 	if rep.Algo != "" {
 		rateStr := ""

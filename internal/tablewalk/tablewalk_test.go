@@ -1,0 +1,168 @@
+package tablewalk
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func write(t *testing.T, path string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(path), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func symlink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func names(fs []File) string {
+	var s []string
+	for _, f := range fs {
+		s = append(s, f.Name)
+	}
+	return strings.Join(s, " ")
+}
+
+func TestSymlinkedRootIsWalkedUnderItsOwnName(t *testing.T) {
+	real := t.TempDir()
+	write(t, filepath.Join(real, "KRvK.rtbw"))
+	write(t, filepath.Join(real, "6-pieces", "KRPvKR.rtbw"))
+	link := filepath.Join(t.TempDir(), "link")
+	symlink(t, real, link)
+	got, err := Walk([]string{link}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("walked %d files through the symlinked root, want 2: %+v", len(got), got)
+	}
+	for _, f := range got {
+		if !strings.HasPrefix(f.Path, link+string(os.PathSeparator)) || !f.Linked {
+			t.Errorf("%+v: want a path under %s, reached through a link", f, link)
+		}
+	}
+}
+
+func TestSymlinkedSubdirAndFileAreFollowed(t *testing.T) {
+	elsewhere := t.TempDir()
+	write(t, filepath.Join(elsewhere, "7", "KQRvKQR.rtbw"))
+	write(t, filepath.Join(elsewhere, "KQvK.rtbw"))
+	root := t.TempDir()
+	write(t, filepath.Join(root, "KRvK.rtbw"))
+	symlink(t, filepath.Join(elsewhere, "7"), filepath.Join(root, "7-pieces"))
+	symlink(t, filepath.Join(elsewhere, "KQvK.rtbw"), filepath.Join(root, "KQvK.rtbw"))
+	got, err := Walk([]string{root}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names(got) != "KQRvKQR.rtbw KQvK.rtbw KRvK.rtbw" {
+		t.Fatalf("got %q: the symlinked subdirectory or file was skipped", names(got))
+	}
+	for _, f := range got {
+		if f.Size != int64(len(mustRead(t, f.Path))) {
+			t.Errorf("%s: size %d is not the target's", f.Path, f.Size)
+		}
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestSymlinkLoopIsRefused(t *testing.T) {
+	root := t.TempDir()
+	write(t, filepath.Join(root, "sub", "KRvK.rtbw"))
+	symlink(t, "..", filepath.Join(root, "sub", "up"))
+	_, err := Walk([]string{root}, Options{})
+	if !errors.Is(err, ErrLoop) || !strings.Contains(err.Error(), filepath.Join(root, "sub", "up")) {
+		t.Fatalf("loop: %v, want ErrLoop naming the link", err)
+	}
+}
+
+func TestTwoLinksToOneDirectoryAndRepeatedRootsAreRefused(t *testing.T) {
+	real := t.TempDir()
+	write(t, filepath.Join(real, "KRvK.rtbw"))
+	root := t.TempDir()
+	symlink(t, real, filepath.Join(root, "a"))
+	symlink(t, real, filepath.Join(root, "b"))
+	if _, err := Walk([]string{root}, Options{}); !errors.Is(err, ErrLoop) {
+		t.Fatalf("two links to one directory: %v", err)
+	}
+	if _, err := Walk([]string{real, real}, Options{}); !errors.Is(err, ErrLoop) {
+		t.Fatalf("a root twice: %v", err)
+	}
+}
+
+func TestDanglingSymlinkIsAnErrorUnlessRejected(t *testing.T) {
+	root := t.TempDir()
+	write(t, filepath.Join(root, "KRvK.rtbw"))
+	symlink(t, filepath.Join(root, "gone"), filepath.Join(root, "KQvK.rtbw"))
+	if _, err := Walk([]string{root}, Options{}); !errors.Is(err, ErrDangling) || !strings.Contains(err.Error(), "KQvK.rtbw") {
+		t.Fatalf("dangling link: %v", err)
+	}
+	// A link to a missing directory (an unmounted disk) is refused too:
+	// the walker cannot tell what the link was to.
+	symlink(t, filepath.Join(root, "unmounted"), filepath.Join(root, "7-pieces"))
+	noLinks := Options{Keep: func(name string, dir bool) bool { return name != "7-pieces" && name != "KQvK.rtbw" }}
+	if _, err := Walk([]string{root}, Options{Keep: func(name string, dir bool) bool { return name != "KQvK.rtbw" }}); !errors.Is(err, ErrDangling) || !strings.Contains(err.Error(), "7-pieces") {
+		t.Fatalf("link to a missing directory: %v", err)
+	}
+	got, err := Walk([]string{root}, noLinks)
+	if err != nil || names(got) != "KRvK.rtbw" {
+		t.Fatalf("a rejected dangling link must not matter: %q %v", names(got), err)
+	}
+}
+
+func TestKeepRejectsDirectoriesAndFiles(t *testing.T) {
+	root := t.TempDir()
+	write(t, filepath.Join(root, "KRvK.rtbw"))
+	write(t, filepath.Join(root, "notes.txt"))
+	write(t, filepath.Join(root, ".snapshot", "KQvK.rtbw"))
+	keep := func(name string, dir bool) bool {
+		return !strings.HasPrefix(name, ".") && (dir || strings.HasSuffix(name, ".rtbw"))
+	}
+	got, err := Walk([]string{root}, Options{Keep: keep})
+	if err != nil || names(got) != "KRvK.rtbw" {
+		t.Fatalf("got %q %v", names(got), err)
+	}
+}
+
+func TestFifoIsRefused(t *testing.T) {
+	root := t.TempDir()
+	p := filepath.Join(root, "KRvK.rtbw")
+	if err := syscall.Mkfifo(p, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	if _, err := Walk([]string{root}, Options{}); !errors.Is(err, ErrNotRegular) {
+		t.Fatalf("fifo: %v", err)
+	}
+}
+
+func TestRootErrors(t *testing.T) {
+	if _, err := Walk(nil, Options{}); err == nil {
+		t.Error("no roots accepted")
+	}
+	f := filepath.Join(t.TempDir(), "file")
+	write(t, f)
+	if _, err := Walk([]string{f}, Options{}); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("file as root: %v", err)
+	}
+	if _, err := Walk([]string{filepath.Join(f, "nope")}, Options{}); err == nil {
+		t.Error("missing root accepted")
+	}
+}

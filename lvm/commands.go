@@ -1,0 +1,74 @@
+package lvm
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The lvm commands that integrity's --syncaction runs, built here so that
+// every lvm command line tbhost runs comes from package lvm.
+
+// CheckLVName refuses a VG or LV name lvm would not create, or would read
+// as an option or a path: lvm allows a-z A-Z 0-9 + _ . - and no leading -.
+func CheckLVName(vg, lv string) error {
+	for _, n := range []struct{ what, name string }{{"VG", vg}, {"LV", lv}} {
+		if n.name == "" || n.name == "." || n.name == ".." || strings.HasPrefix(n.name, "-") || len(n.name) > 127 {
+			return fmt.Errorf("%s name %q: want 1-127 of a-z A-Z 0-9 + _ . - (not starting with -)", n.what, n.name)
+		}
+		for _, c := range n.name {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("+_.-", c)) {
+				return fmt.Errorf("%s name %q: character %q is not allowed (a-z A-Z 0-9 + _ . -)", n.what, n.name, c)
+			}
+		}
+	}
+	return nil
+}
+
+// SyncActionCheckArgv starts the kernel's scrub of a RAID LV. There is no
+// builder for "repair": LVM refuses it on integrity LVs, and "check"
+// already rewrites blocks whose integrity checksum fails.
+func SyncActionCheckArgv(vg, lv string) []string {
+	return []string{"lvm", "lvchange", "--syncaction", "check", vg + "/" + lv}
+}
+
+// SetMaxRecoveryRateArgv sets a RAID LV's per-device recovery (and check)
+// rate cap in KiB/s; 0 removes the cap.
+func SetMaxRecoveryRateArgv(vg, lv string, kibPerSec int64) []string {
+	return []string{"lvm", "lvchange", "--maxrecoveryrate", strconv.FormatInt(kibPerSec, 10), vg + "/" + lv}
+}
+
+// MaxRecoveryRateArgv reads the cap (lvs raid_max_recovery_rate, KiB/s).
+func MaxRecoveryRateArgv(vg, lv string) []string {
+	return []string{"lvm", "lvs", "--reportformat", "json", "--units", "b", "--nosuffix", "-o", "raid_max_recovery_rate", vg + "/" + lv}
+}
+
+// maxRecoveryRateLimit is far above any disk (1 TiB/s in KiB/s): a value
+// beyond it is not a rate lvm reported.
+const maxRecoveryRateLimit = 1 << 30
+
+// ParseMaxRecoveryRate reads the output of MaxRecoveryRateArgv: the cap in
+// KiB/s, 0 when there is none.
+func ParseMaxRecoveryRate(stdout []byte) (int64, error) {
+	rows, err := ParseReport(stdout, "lv")
+	if err != nil {
+		return 0, fmt.Errorf("lvs raid_max_recovery_rate: %w", err)
+	}
+	if len(rows) != 1 {
+		return 0, fmt.Errorf("lvs raid_max_recovery_rate: %d rows, want 1", len(rows))
+	}
+	v, ok := rows[0]["raid_max_recovery_rate"]
+	if !ok {
+		return 0, errors.New("lvs raid_max_recovery_rate: no such field in the report")
+	}
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || n > maxRecoveryRateLimit {
+		return 0, fmt.Errorf("lvs raid_max_recovery_rate %q: not a rate in KiB/s", v)
+	}
+	return n, nil
+}
