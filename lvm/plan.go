@@ -161,12 +161,39 @@ func (e *RefusedError) Error() string {
 	return e.What + ":\n  - " + strings.Join(e.Problems, "\n  - ")
 }
 
-// MakePlan plans the arrays for inv.
+// MakePlan plans the arrays for inv: it checks the options, picks and
+// checks the devices, plans the RAID 5 over the HDDs and the RAID 0 over the
+// NVMe devices, and only when nothing was refused records the devices,
+// derives the commands and sums up the capacity.
 func MakePlan(inv *blockdev.Inventory, opts PlanOptions) (*Plan, error) {
 	opts.defaults()
 	var problems []string
 	refuse := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
 
+	checkPlanOptions(opts, refuse)
+	wipe := wipeSet(inv, opts.Wipe, refuse)
+	hdds := pick(inv, opts.HDDs, "--hdd", blockdev.RoleHDD, refuse)
+	var nvmes []*blockdev.Device
+	if !opts.NoNVMe {
+		nvmes = pick(inv, opts.NVMes, "--nvme", blockdev.RoleNVMe, refuse)
+	}
+	planned := append(append([]*blockdev.Device{}, hdds...), nvmes...)
+	checkPlannedDevices(inv, planned, wipe, opts, refuse)
+
+	p := newPlan(inv, opts, planned)
+	problems = append(problems, planTablesArray(p, hdds, opts)...)
+	problems = append(problems, planPrefixArray(p, nvmes, opts)...)
+	if len(problems) > 0 {
+		return nil, &RefusedError{What: "lvm plan refused", Problems: problems}
+	}
+	addPlanDevices(p, inv, planned, wipe, opts)
+	p.Commands = BuildCommands(p)
+	p.Summary = summarize(p.Arrays)
+	return p, nil
+}
+
+// checkPlanOptions refuses option values lvcreate or tbhost do not accept.
+func checkPlanOptions(opts PlanOptions, refuse func(string, ...any)) {
 	if opts.IntegrityMode != "journal" && opts.IntegrityMode != "bitmap" {
 		refuse("--integrity-mode %q: use journal or bitmap", opts.IntegrityMode)
 	}
@@ -180,8 +207,12 @@ func MakePlan(inv *blockdev.Inventory, opts PlanOptions) (*Plan, error) {
 			refuse("filesystem %q: tbhost makes ext4 or xfs", fs)
 		}
 	}
+}
+
+// wipeSet resolves --wipe to kernel names.
+func wipeSet(inv *blockdev.Inventory, refs []string, refuse func(string, ...any)) map[string]bool {
 	wipe := map[string]bool{}
-	for _, ref := range opts.Wipe {
+	for _, ref := range refs {
 		d := inv.Find(ref)
 		if d == nil {
 			refuse("--wipe %s: no such device (see tbhost inventory)", ref)
@@ -189,14 +220,15 @@ func MakePlan(inv *blockdev.Inventory, opts PlanOptions) (*Plan, error) {
 		}
 		wipe[d.Name] = true
 	}
+	return wipe
+}
 
-	hdds := pick(inv, opts.HDDs, "--hdd", blockdev.RoleHDD, refuse)
-	var nvmes []*blockdev.Device
-	if !opts.NoNVMe {
-		nvmes = pick(inv, opts.NVMes, "--nvme", blockdev.RoleNVMe, refuse)
-	}
+// checkPlannedDevices refuses a device named twice, a partition next to its
+// own disk, devices that cannot be used at all, and --wipe of a device that
+// is not in the plan.
+func checkPlannedDevices(inv *blockdev.Inventory, planned []*blockdev.Device, wipe map[string]bool, opts PlanOptions, refuse func(string, ...any)) {
 	seen := map[string]string{}
-	for _, d := range append(append([]*blockdev.Device{}, hdds...), nvmes...) {
+	for _, d := range planned {
 		if prev, ok := seen[d.Name]; ok {
 			refuse("%s is named twice (%s)", d.Name, prev)
 		}
@@ -215,7 +247,11 @@ func MakePlan(inv *blockdev.Inventory, opts PlanOptions) (*Plan, error) {
 			refuse("--wipe %s: the device is not in the plan (name it with --hdd or --nvme too)", name)
 		}
 	}
+}
 
+// newPlan is the plan's header, with the warnings about what could not be
+// seen while planning.
+func newPlan(inv *blockdev.Inventory, opts PlanOptions, planned []*blockdev.Device) *Plan {
 	p := &Plan{
 		Version: PlanVersion, Created: opts.Now.UTC().Format(time.RFC3339), Host: hostName(inv), Source: inv.Root,
 		InventoryFingerprint: inv.Fingerprint, SizedFor: "lvm2 2.03.16 (Debian 12)", ExtentSize: opts.ExtentSize,
@@ -223,47 +259,54 @@ func MakePlan(inv *blockdev.Inventory, opts PlanOptions) (*Plan, error) {
 	if !inv.PVsKnown {
 		p.Warnings = append(p.Warnings, "LVM PV membership was not known when planning (lvm not run); apply checks it again")
 	}
-	for _, d := range append(append([]*blockdev.Device{}, hdds...), nvmes...) {
+	for _, d := range planned {
 		if d.ProbeError != "" {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("%s: %s; apply checks it again", d.Name, d.ProbeError))
 		}
 	}
+	return p
+}
 
-	// the RAID 5 + integrity over the HDDs
-	if len(hdds) > 0 || len(opts.HDDs) > 0 {
-		switch {
-		case len(hdds) < 3:
-			refuse("RAID 5 needs at least 3 HDDs, found %d (%s); name them with --hdd", len(hdds), names(hdds))
-		case len(hdds)-1 > MaxRaid5DataStripes:
-			refuse("RAID 5 over %d HDDs: LVM allows at most %d data stripes (%d devices)", len(hdds), MaxRaid5DataStripes, MaxRaid5DataStripes+1)
-		default:
-			a, ps := planRaid5(hdds, opts, p)
-			problems = append(problems, ps...)
-			if a != nil {
-				p.Arrays = append(p.Arrays, *a)
-			}
-		}
-	} else {
-		refuse("no HDDs for the tables array: no non-system rotational disk found; name them with --hdd")
+// planTablesArray plans the RAID 5 + integrity over the HDDs.
+func planTablesArray(p *Plan, hdds []*blockdev.Device, opts PlanOptions) []string {
+	if len(hdds) == 0 && len(opts.HDDs) == 0 {
+		return []string{"no HDDs for the tables array: no non-system rotational disk found; name them with --hdd"}
 	}
-	// the RAID 0 over the NVMe devices
-	if !opts.NoNVMe {
-		if len(nvmes) == 0 {
-			p.Notes = append(p.Notes, "no free NVMe disk or partition found: no prefix array planned (name devices with --nvme)")
-		} else if len(nvmes) > MaxRaid0Stripes {
-			refuse("RAID 0 over %d devices: LVM allows at most %d stripes", len(nvmes), MaxRaid0Stripes)
-		} else {
-			a, ps := planRaid0(nvmes, opts, p)
-			problems = append(problems, ps...)
-			if a != nil {
-				p.Arrays = append(p.Arrays, *a)
-			}
-		}
+	switch {
+	case len(hdds) < 3:
+		return []string{fmt.Sprintf("RAID 5 needs at least 3 HDDs, found %d (%s); name them with --hdd", len(hdds), names(hdds))}
+	case len(hdds)-1 > MaxRaid5DataStripes:
+		return []string{fmt.Sprintf("RAID 5 over %d HDDs: LVM allows at most %d data stripes (%d devices)", len(hdds), MaxRaid5DataStripes, MaxRaid5DataStripes+1)}
 	}
-	if len(problems) > 0 {
-		return nil, &RefusedError{What: "lvm plan refused", Problems: problems}
+	a, ps := planRaid5(hdds, opts, p)
+	if a != nil {
+		p.Arrays = append(p.Arrays, *a)
 	}
-	for _, d := range append(append([]*blockdev.Device{}, hdds...), nvmes...) {
+	return ps
+}
+
+// planPrefixArray plans the RAID 0 (or linear LV) over the NVMe devices.
+func planPrefixArray(p *Plan, nvmes []*blockdev.Device, opts PlanOptions) []string {
+	switch {
+	case opts.NoNVMe:
+		return nil
+	case len(nvmes) == 0:
+		p.Notes = append(p.Notes, "no free NVMe disk or partition found: no prefix array planned (name devices with --nvme)")
+		return nil
+	case len(nvmes) > MaxRaid0Stripes:
+		return []string{fmt.Sprintf("RAID 0 over %d devices: LVM allows at most %d stripes", len(nvmes), MaxRaid0Stripes)}
+	}
+	a, ps := planRaid0(nvmes, opts, p)
+	if a != nil {
+		p.Arrays = append(p.Arrays, *a)
+	}
+	return ps
+}
+
+// addPlanDevices records the planned devices as seen now, warning about
+// data apply will refuse and about devices without a by-id link.
+func addPlanDevices(p *Plan, inv *blockdev.Inventory, planned []*blockdev.Device, wipe map[string]bool, opts PlanOptions) {
+	for _, d := range planned {
 		pd := planDevice(inv, d, wipe[d.Name])
 		p.Devices = append(p.Devices, pd)
 		if len(pd.Found) > 0 && !pd.Wipe && !(d.PV != nil && (d.PV.VG == opts.HDDVG || d.PV.VG == opts.NVMeVG)) {
@@ -275,17 +318,20 @@ func MakePlan(inv *blockdev.Inventory, opts PlanOptions) (*Plan, error) {
 				d.Name, d.Path, d.Serial))
 		}
 	}
-	p.Commands = BuildCommands(p)
-	p.Summary = &PlanCapacity{}
-	for _, a := range p.Arrays {
+}
+
+// summarize sums up the arrays' capacity.
+func summarize(arrays []Array) *PlanCapacity {
+	s := &PlanCapacity{}
+	for _, a := range arrays {
 		switch a.Role {
 		case "tables":
-			p.Summary.RawHDD, p.Summary.TablesUsable = a.Raw, a.Size
+			s.RawHDD, s.TablesUsable = a.Raw, a.Size
 		case "prefix":
-			p.Summary.PrefixUsable = a.Size
+			s.PrefixUsable = a.Size
 		}
 	}
-	return p, nil
+	return s
 }
 
 // pick resolves the named devices, or chooses the defaults for role.
