@@ -156,8 +156,8 @@ func TestApplyRefusesAConflictingLV(t *testing.T) {
 	for _, d := range []string{"a", "b", "c", "d", "e", "f"} {
 		l.lvm.Run(ctx, "lvm", "pvcreate", "/dev/sd"+d)
 	}
-	l.lvm.Run(ctx, "lvm", "vgcreate", "--physicalextentsize", "4096k", "vg-hdd", "/dev/sda", "/dev/sdb", "/dev/sdc", "/dev/sdd", "/dev/sde", "/dev/sdf")
-	l.lvm.Run(ctx, "lvm", "lvcreate", "--type", "raid5", "--stripes", "2", "--raidintegrity", "y", "--raidintegritymode", "journal", "--raidintegrityblocksize", "4096", "--extents", "100", "--name", "tables", "vg-hdd", "/dev/sda", "/dev/sdb", "/dev/sdc")
+	l.lvm.Run(ctx, "lvm", "vgcreate", "--physicalextentsize", "4096k", "--", "vg-hdd", "/dev/sda", "/dev/sdb", "/dev/sdc", "/dev/sdd", "/dev/sde", "/dev/sdf")
+	l.lvm.Run(ctx, "lvm", "lvcreate", "--type", "raid5", "--stripes", "2", "--raidintegrity", "y", "--raidintegritymode", "journal", "--raidintegrityblocksize", "4096", "--extents", "100", "--name", "tables", "--", "vg-hdd", "/dev/sda", "/dev/sdb", "/dev/sdc")
 	l.lvm.Calls = nil
 	_, err := l.apply(t, ApplyOptions{Yes: true})
 	var re *RefusedError
@@ -308,18 +308,18 @@ func TestApplyExactArgvRecorded(t *testing.T) {
 		t.Fatalf("want a verification failure from the empty recorded lvs, got %v", err)
 	}
 	want := [][]string{
-		{"lvm", "pvcreate", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD1"},
-		{"lvm", "pvcreate", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD2"},
-		{"lvm", "pvcreate", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD3"},
-		{"lvm", "pvcreate", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD4"},
-		{"lvm", "pvcreate", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD5"},
-		{"lvm", "pvcreate", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD6"},
-		{"lvm", "vgcreate", "--physicalextentsize", "4096k", "vg-hdd", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD1", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD2", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD3", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD4", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD5", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD6"},
-		{"lvm", "lvcreate", "--yes", "--wipesignatures", "y", "--type", "raid5", "--stripes", "5", "--raidintegrity", "y", "--raidintegritymode", "journal", "--raidintegrityblocksize", "4096", "--extents", "295", "--name", "tables", "vg-hdd", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD1", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD2", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD3", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD4", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD5", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD6"},
-		{"lvm", "pvcreate", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME1"},
-		{"lvm", "pvcreate", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME2"},
-		{"lvm", "vgcreate", "--physicalextentsize", "4096k", "vg-nvme", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME1", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME2"},
-		{"lvm", "lvcreate", "--yes", "--wipesignatures", "y", "--type", "raid0", "--stripes", "2", "--extents", "62", "--name", "prefix", "vg-nvme", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME1", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME2"},
+		{"lvm", "pvcreate", "--", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD1"},
+		{"lvm", "pvcreate", "--", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD2"},
+		{"lvm", "pvcreate", "--", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD3"},
+		{"lvm", "pvcreate", "--", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD4"},
+		{"lvm", "pvcreate", "--", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD5"},
+		{"lvm", "pvcreate", "--", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD6"},
+		{"lvm", "vgcreate", "--physicalextentsize", "4096k", "--", "vg-hdd", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD1", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD2", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD3", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD4", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD5", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD6"},
+		{"lvm", "lvcreate", "--yes", "--wipesignatures", "y", "--type", "raid5", "--stripes", "5", "--raidintegrity", "y", "--raidintegritymode", "journal", "--raidintegrityblocksize", "4096", "--extents", "295", "--name", "tables", "--", "vg-hdd", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD1", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD2", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD3", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD4", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD5", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD6"},
+		{"lvm", "pvcreate", "--", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME1"},
+		{"lvm", "pvcreate", "--", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME2"},
+		{"lvm", "vgcreate", "--physicalextentsize", "4096k", "--", "vg-nvme", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME1", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME2"},
+		{"lvm", "lvcreate", "--yes", "--wipesignatures", "y", "--type", "raid0", "--stripes", "2", "--extents", "62", "--name", "prefix", "--", "vg-nvme", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME1", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME2"},
 	}
 	if got := lvmfake.Writes(rec.Calls); !reflect.DeepEqual(got, want) {
 		t.Errorf("argv:\n%v\nwant\n%v", got, want)

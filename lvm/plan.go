@@ -189,6 +189,11 @@ func MakePlan(inv *blockdev.Inventory, opts PlanOptions) (*Plan, error) {
 	addPlanDevices(p, inv, planned, wipe, opts)
 	p.Commands = BuildCommands(p)
 	p.Summary = summarize(p.Arrays)
+	// apply reads the plan back through the same rules: never write a plan
+	// it would refuse (odd names, sizes or devices end here, not in apply)
+	if ps := p.validate(); len(ps) > 0 {
+		return nil, &RefusedError{What: "lvm plan refused", Problems: ps}
+	}
 	return p, nil
 }
 
@@ -205,6 +210,21 @@ func checkPlanOptions(opts PlanOptions, refuse func(string, ...any)) {
 	for _, fs := range []string{opts.TablesFS, opts.PrefixFS} {
 		if fs != "" && fs != "ext4" && fs != "xfs" {
 			refuse("filesystem %q: tbhost makes ext4 or xfs", fs)
+		}
+	}
+	for _, m := range [][2]string{{"--tables-mount", opts.TablesMount}, {"--prefix-mount", opts.PrefixMount}} {
+		if why := CheckMountPoint(m[1]); m[1] != "" && why != "" {
+			refuse("%s %q: %s", m[0], m[1], why)
+		}
+	}
+	for _, n := range []string{opts.HDDVG, opts.NVMeVG} {
+		if why := CheckVGName(n); why != "" {
+			refuse("VG name %q: %s", n, why)
+		}
+	}
+	for _, n := range []string{opts.TablesLV, opts.PrefixLV} {
+		if why := CheckLVName(n); why != "" {
+			refuse("LV name %q: %s", n, why)
 		}
 	}
 }
@@ -412,13 +432,20 @@ func planDevice(inv *blockdev.Inventory, d *blockdev.Device, wipe bool) PlanDevi
 	pd := PlanDevice{
 		ID: d.Ref(), Path: d.Ref(), Name: d.Name, Kind: d.Kind, Partition: d.Partition, Model: d.Model,
 		Serial: d.Serial, WWN: d.WWN, Size: d.Size, LogicalBlockSize: d.LogicalBlockSize,
-		PhysicalBlockSize: d.PhysicalBlockSize, Role: blockdev.RoleHDD, Wipe: wipe,
+		PhysicalBlockSize: d.PhysicalBlockSize, Wipe: wipe,
 	}
-	if d.Transport == "nvme" || !d.Rotational {
-		pd.Role = blockdev.RoleNVMe
-	}
+	pd.Role = mediaRole(d)
 	pd.Found = d.Content()
 	return pd
+}
+
+// mediaRole is a planned device's role: nvme for NVMe and other
+// non-rotational devices, hdd for rotational disks.
+func mediaRole(d *blockdev.Device) string {
+	if d.Transport == "nvme" || !d.Rotational {
+		return blockdev.RoleNVMe
+	}
+	return blockdev.RoleHDD
 }
 
 func names(ds []*blockdev.Device) string {
@@ -613,27 +640,63 @@ func randomUUID() string {
 
 // BuildCommands derives the exact commands of a plan from its devices and
 // arrays. Apply re-derives them and refuses a plan whose commands were
-// edited by hand.
+// edited by hand; it runs what it derived, never a plan's command text.
 func BuildCommands(p *Plan) []Command {
-	var cmds []Command
-	path := map[string]string{}
-	for _, d := range p.Devices {
-		path[d.ID] = d.Path
+	steps := planSteps(p)
+	cmds := make([]Command, len(steps))
+	for i, s := range steps {
+		cmds[i] = s.argv
+	}
+	return cmds
+}
+
+// Kinds of plan steps.
+const (
+	stepWipe     = "wipefs"
+	stepPVCreate = "pvcreate"
+	stepVGCreate = "vgcreate"
+	stepLVCreate = "lvcreate"
+	stepMkfs     = "mkfs"
+)
+
+// planStep is one command with the plan device or array it touches, so
+// that apply guards and decides on exactly what the command acts on
+// instead of parsing its argv.
+type planStep struct {
+	argv Command
+	kind string
+	dev  *PlanDevice // wipefs, pvcreate
+	arr  *Array      // vgcreate, lvcreate, mkfs
+}
+
+// planSteps builds the steps. Every lvm command ends its options with "--"
+// before the positional VG names and device paths: lvm2 2.03.16 stops
+// option parsing there (tools/lvmcmdline.c lvm_run_command: "If we reach
+// "--" then stop", then getopt_long in _process_command_line), so a name
+// can never be read as an option. (The plan's names and paths are checked
+// too: see validate.)
+func planSteps(p *Plan) []planStep {
+	var steps []planStep
+	byID := map[string]*PlanDevice{}
+	for i := range p.Devices {
+		d := &p.Devices[i]
+		byID[d.ID] = d
 		if d.Wipe {
-			cmds = append(cmds, []string{"wipefs", "--all", d.Path})
+			steps = append(steps, planStep{argv: Command{"wipefs", "--all", d.Path}, kind: stepWipe, dev: d})
 		}
 	}
 	ext := strconv.FormatInt(p.ExtentSize/1024, 10) + "k"
-	for _, a := range p.Arrays {
+	for i := range p.Arrays {
+		a := &p.Arrays[i]
 		var paths []string
 		for _, id := range a.Devices {
-			paths = append(paths, path[id])
+			if d := byID[id]; d != nil {
+				paths = append(paths, d.Path)
+				steps = append(steps, planStep{argv: Command{"lvm", "pvcreate", "--", d.Path}, kind: stepPVCreate, dev: d})
+			}
 		}
-		for _, dp := range paths {
-			cmds = append(cmds, []string{"lvm", "pvcreate", dp})
-		}
-		cmds = append(cmds, append(Command{"lvm", "vgcreate", "--physicalextentsize", ext, a.VG}, paths...))
-		lc := []string{"lvm", "lvcreate", "--yes", "--wipesignatures", "y", "--type", a.Type}
+		steps = append(steps, planStep{argv: append(Command{"lvm", "vgcreate", "--physicalextentsize", ext, "--", a.VG}, paths...), kind: stepVGCreate, arr: a})
+		lc := Command{"lvm", "lvcreate", "--yes", "--wipesignatures", "y", "--type", a.Type}
 		if a.Type != "linear" {
 			lc = append(lc, "--stripes", strconv.Itoa(a.DataStripes))
 		}
@@ -641,18 +704,38 @@ func BuildCommands(p *Plan) []Command {
 			lc = append(lc, "--raidintegrity", "y", "--raidintegritymode", a.Integrity.Mode,
 				"--raidintegrityblocksize", strconv.Itoa(a.Integrity.BlockSize))
 		}
-		lc = append(lc, "--extents", strconv.FormatInt(a.Extents, 10), "--name", a.LV, a.VG)
-		cmds = append(cmds, append(Command(lc), paths...))
+		lc = append(lc, "--extents", strconv.FormatInt(a.Extents, 10), "--name", a.LV, "--", a.VG)
+		steps = append(steps, planStep{argv: append(lc, paths...), kind: stepLVCreate, arr: a})
 		if fs := a.Filesystem; fs != nil {
 			switch fs.Type {
 			case "ext4":
-				cmds = append(cmds, []string{"mkfs.ext4", "-U", fs.UUID, "-L", a.LV, a.DevPath()})
+				steps = append(steps, planStep{argv: Command{"mkfs.ext4", "-U", fs.UUID, "-L", a.LV, a.DevPath()}, kind: stepMkfs, arr: a})
 			case "xfs":
-				cmds = append(cmds, []string{"mkfs.xfs", "-m", "uuid=" + fs.UUID, "-L", a.LV, a.DevPath()})
+				steps = append(steps, planStep{argv: Command{"mkfs.xfs", "-m", "uuid=" + fs.UUID, "-L", a.LV, a.DevPath()}, kind: stepMkfs, arr: a})
 			}
 		}
 	}
-	return cmds
+	return steps
+}
+
+// commandsBeforeSeparator are the commands of plans written before tbhost
+// put "--" into the lvm commands (same plan version): such a plan is still
+// read, and apply runs the commands derived now.
+func commandsBeforeSeparator(p *Plan) []Command {
+	var out []Command
+	for _, c := range BuildCommands(p) {
+		if c[0] == "lvm" {
+			var old Command
+			for _, a := range c {
+				if a != "--" {
+					old = append(old, a)
+				}
+			}
+			c = old
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // Command is one argv; YAML prints it on one line.
