@@ -390,3 +390,41 @@ func TestApplyWithoutByIDRefusesShuffledNames(t *testing.T) {
 		t.Errorf("ran %v", l.lvm.Calls)
 	}
 }
+
+// Issue 12 item 8: a plan made before a disk's block size changed is stale
+// (the integrity block size and extents were chosen for the old one).
+func TestApplyRefusesAPlanMadeBeforeABlockSizeChange(t *testing.T) {
+	l := newLab(t, PlanOptions{})
+	l.host.Disks[1].LBS, l.host.Disks[1].PBS = 4096, 4096 // sdb reformatted to 4Kn, same serial and size
+	_, err := l.apply(t, ApplyOptions{DryRun: true})
+	if err == nil || !strings.Contains(err.Error(), "stale") || !strings.Contains(err.Error(), "block sizes 4096/4096 (logical/physical), planned 512/512") {
+		t.Fatalf("err %v", err)
+	}
+	if len(l.lvm.Calls) != 0 {
+		t.Errorf("a stale plan ran %v", l.lvm.Calls)
+	}
+	l = newLab(t, PlanOptions{})
+	l.host.Disks[0].PBS = 4096 // 512n became 512e
+	if _, err := l.apply(t, ApplyOptions{DryRun: true}); err == nil || !strings.Contains(err.Error(), "block sizes 512/4096") {
+		t.Fatalf("physical block size change: err %v", err)
+	}
+}
+
+// Apply checks a plan it is handed in code the same way as one read from a
+// file: a plan whose devices disagree with its commands is refused.
+func TestApplyRefusesAnInconsistentPlanInMemory(t *testing.T) {
+	l := newLab(t, PlanOptions{})
+	l.plan.Arrays[0].DataStripes = 2
+	l.plan.Commands = BuildCommands(l.plan)
+	if _, err := l.apply(t, ApplyOptions{DryRun: true}); err == nil || !strings.Contains(err.Error(), "data_stripes 2") {
+		t.Fatalf("err %v", err)
+	}
+	l = newLab(t, PlanOptions{})
+	l.plan.Commands[0] = Command{"lvm", "pvcreate", "--", "/dev/nvme0n1"}
+	if _, err := l.apply(t, ApplyOptions{DryRun: true}); err == nil || !strings.Contains(err.Error(), "commands") {
+		t.Fatalf("err %v", err)
+	}
+	if len(l.lvm.Calls) != 0 {
+		t.Errorf("ran %v", l.lvm.Calls)
+	}
+}
