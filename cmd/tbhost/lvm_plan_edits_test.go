@@ -195,3 +195,24 @@ func TestLVMApplyAcceptsTheUneditedPlan(t *testing.T) {
 		t.Errorf("dry run wrote %v", w)
 	}
 }
+
+// Issue 12 item 8: -o does not silently replace a reviewed plan.
+func TestLVMPlanOutputRefusesAnExistingFile(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "plan.yaml")
+	if err := os.WriteFile(f, []byte("# reviewed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runTB(t, nil, "--root", refTree, "lvm", "plan", "-o", f)
+	if code != 1 || !strings.Contains(stderr, "--force") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if b, _ := os.ReadFile(f); string(b) != "# reviewed\n" {
+		t.Fatalf("the existing plan was overwritten: %q", b)
+	}
+	if code, _, stderr := runTB(t, nil, "--root", refTree, "lvm", "plan", "-o", f, "--force"); code != 0 {
+		t.Fatalf("--force: exit %d: %s", code, stderr)
+	}
+	if _, err := lvm.LoadPlan(f); err != nil {
+		t.Fatalf("forced plan: %v", err)
+	}
+}
