@@ -13,7 +13,7 @@ import (
 	"github.com/tbhost/tbhost/internal/blockdev"
 )
 
-func inventory(t *testing.T, tree string) *blockdev.Inventory {
+func inventory(t testing.TB, tree string) *blockdev.Inventory {
 	t.Helper()
 	inv, err := blockdev.Read(context.Background(), blockdev.Options{Root: filepath.Join("..", "internal", "blockdev", "testdata", tree)})
 	if err != nil {
