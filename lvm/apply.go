@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -110,6 +111,12 @@ type current struct {
 // commands, skipping those already done, and verifies the arrays.
 func (a Applier) Apply(ctx context.Context, p *Plan, opts ApplyOptions) (*ApplyReport, error) {
 	rep := &ApplyReport{Host: p.Host, DryRun: opts.DryRun}
+	if problems := p.validate(); len(problems) > 0 {
+		return rep, &RefusedError{What: "lvm apply refused (nothing was run): not a plan tbhost lvm plan would write; re-plan", Problems: problems}
+	}
+	if !reflect.DeepEqual(BuildCommands(p), p.Commands) {
+		return rep, &RefusedError{What: "lvm apply refused (nothing was run)", Problems: []string{"commands: they do not match the plan's devices and arrays; re-plan with tbhost lvm plan"}}
+	}
 	cur, err := a.look(ctx, p)
 	if err != nil {
 		return rep, err
@@ -233,12 +240,12 @@ func (a Applier) look(ctx context.Context, p *Plan) (*current, error) {
 		return nil, fmt.Errorf("re-read the machine: %w", err)
 	}
 	cur := &current{inv: inv, dev: map[string]*blockdev.Device{}, pvOf: map[string]*PV{}}
+	if problems := resolveDevices(p, inv); len(problems) > 0 {
+		return nil, &RefusedError{What: "lvm apply refused (nothing was run): the plan's devices do not name the devices its commands would touch; re-plan with tbhost lvm plan", Problems: problems}
+	}
 	var stale []string
 	for _, pd := range p.Devices {
 		d := inv.Find(pd.ID)
-		if d == nil && pd.Path != pd.ID {
-			d = inv.Find(pd.Path)
-		}
 		planned := fmt.Sprintf("serial %s, %s", orDash(pd.Serial), sizes.Format(pd.Size))
 		if d == nil {
 			where := ""
@@ -248,27 +255,14 @@ func (a Applier) look(ctx context.Context, p *Plan) (*current, error) {
 			stale = append(stale, fmt.Sprintf("%s (%s) is not on %s any more%s", pd.ID, planned, hostName(inv), where))
 			continue
 		}
-		var diff []string
-		if pd.Serial != "" && d.Serial != pd.Serial {
-			diff = append(diff, fmt.Sprintf("serial %s, planned %s", orDash(d.Serial), pd.Serial))
-		}
-		if pd.WWN != "" && d.WWN != "" && d.WWN != pd.WWN {
-			diff = append(diff, fmt.Sprintf("WWN %s, planned %s", d.WWN, pd.WWN))
-		}
-		if d.Size != pd.Size {
-			diff = append(diff, fmt.Sprintf("size %s, planned %s", sizes.Format(d.Size), sizes.Format(pd.Size)))
-		}
-		if d.Kind != pd.Kind || d.Partition != pd.Partition {
-			diff = append(diff, fmt.Sprintf("is a %s (partition %d), planned a %s (partition %d)", d.Kind, d.Partition, pd.Kind, pd.Partition))
-		}
-		if len(diff) > 0 {
+		if diff := changedSince(pd, d); len(diff) > 0 {
 			stale = append(stale, fmt.Sprintf("%s (now %s): %s", pd.ID, d.Name, strings.Join(diff, "; ")))
 			continue
 		}
 		cur.dev[pd.ID] = d
 	}
 	if len(stale) > 0 {
-		return nil, &RefusedError{What: "lvm apply refused: the plan is stale (a disk was swapped, resized or renamed); run tbhost lvm plan again", Problems: stale}
+		return nil, &RefusedError{What: "lvm apply refused: the plan is stale (a disk was swapped, resized, renamed or reformatted with other block sizes); run tbhost lvm plan again", Problems: stale}
 	}
 	c := Client{Runner: a.Runner}
 	if cur.pvs, err = c.PVs(ctx); err != nil {
@@ -300,6 +294,77 @@ func (a Applier) look(ctx context.Context, p *Plan) (*current, error) {
 		}
 	}
 	return cur, nil
+}
+
+// resolveDevices checks that each plan device's path names the same device
+// as its id (both looked up in the inventory: kernel name, /dev path or
+// /dev/disk/by-id link under the root; same major:minor), that no device is
+// planned twice under two names, and that no partition is planned next to
+// its own disk. A path that names no device of the host (an md or dm
+// device, a file, an option) is refused here.
+func resolveDevices(p *Plan, inv *blockdev.Inventory) []string {
+	var problems []string
+	planned := map[*blockdev.Device]string{}
+	for i, pd := range p.Devices {
+		byID := inv.Find(pd.ID)
+		if byID == nil {
+			continue // stale: said with the serial and size below
+		}
+		byPath := inv.Find(pd.Path)
+		switch {
+		case byPath == nil:
+			problems = append(problems, fmt.Sprintf("devices[%d].path %s: not a disk or partition of %s (its id %s is %s, %s); the commands name the path, the guards check the id",
+				i, pd.Path, hostName(inv), pd.ID, byID.Name, byID.MajMin))
+			continue
+		case byPath != byID && (byPath.MajMin == "" || byPath.MajMin != byID.MajMin):
+			problems = append(problems, fmt.Sprintf("devices[%d].path %s is %s (%s) but its id %s is %s (%s): the commands would touch another device than the guards check",
+				i, pd.Path, byPath.Name, byPath.MajMin, pd.ID, byID.Name, byID.MajMin))
+			continue
+		}
+		if prev, twice := planned[byID]; twice {
+			problems = append(problems, fmt.Sprintf("devices[%d] %s is %s, which the plan already names as %s: one PV cannot be two array members", i, pd.ID, byID.Name, prev))
+			continue
+		}
+		planned[byID] = pd.ID
+	}
+	for d, id := range planned {
+		if d.Kind != "part" {
+			continue
+		}
+		for other, otherID := range planned {
+			if other.Kind == "disk" && other.Name == d.Parent {
+				problems = append(problems, fmt.Sprintf("%s (%s) and its disk %s (%s) are both in the plan", d.Name, id, other.Name, otherID))
+			}
+		}
+	}
+	sort.Strings(problems)
+	return problems
+}
+
+// changedSince lists how device d differs from what the plan saw: serial,
+// WWN, size, kind, logical and physical block size, role.
+func changedSince(pd PlanDevice, d *blockdev.Device) []string {
+	var diff []string
+	if pd.Serial != "" && d.Serial != pd.Serial {
+		diff = append(diff, fmt.Sprintf("serial %s, planned %s", orDash(d.Serial), pd.Serial))
+	}
+	if pd.WWN != "" && d.WWN != "" && d.WWN != pd.WWN {
+		diff = append(diff, fmt.Sprintf("WWN %s, planned %s", d.WWN, pd.WWN))
+	}
+	if d.Size != pd.Size {
+		diff = append(diff, fmt.Sprintf("size %s, planned %s", sizes.Format(d.Size), sizes.Format(pd.Size)))
+	}
+	if d.Kind != pd.Kind || d.Partition != pd.Partition {
+		diff = append(diff, fmt.Sprintf("is a %s (partition %d), planned a %s (partition %d)", d.Kind, d.Partition, pd.Kind, pd.Partition))
+	}
+	if d.LogicalBlockSize != pd.LogicalBlockSize || d.PhysicalBlockSize != pd.PhysicalBlockSize {
+		diff = append(diff, fmt.Sprintf("block sizes %d/%d (logical/physical), planned %d/%d: the integrity block size and the extents were chosen for those",
+			d.LogicalBlockSize, d.PhysicalBlockSize, pd.LogicalBlockSize, pd.PhysicalBlockSize))
+	}
+	if role := mediaRole(d); role != pd.Role {
+		diff = append(diff, fmt.Sprintf("is an %s device now, planned %s", role, pd.Role))
+	}
+	return diff
 }
 
 func lvmErr(err error) error {
@@ -404,12 +469,10 @@ func (a Applier) guard(p *Plan, cur *current, rep *ApplyReport) error {
 	return nil
 }
 
-// decide marks each plan command run or skip.
+// decide marks each plan step run or skip. It works on the steps derived
+// from the plan's devices and arrays (planSteps), so what it checks is
+// exactly what each command touches.
 func (a Applier) decide(p *Plan, cur *current, existedLV map[string]bool) ([]Step, []string, error) {
-	byPath := map[string]PlanDevice{}
-	for _, d := range p.Devices {
-		byPath[d.Path] = d
-	}
 	vgExists := map[string]bool{}
 	for _, vg := range cur.vgs {
 		vgExists[vg.Name] = true
@@ -417,14 +480,13 @@ func (a Applier) decide(p *Plan, cur *current, existedLV map[string]bool) ([]Ste
 	var steps []Step
 	var wipes []string
 	var problems []string
-	for _, cmd := range p.Commands {
-		s := Step{Argv: cmd, Action: "would-run"}
-		switch {
-		case cmd[0] == "wipefs":
-			pd := byPath[cmd[len(cmd)-1]]
-			d := cur.dev[pd.ID]
-			switch pv := cur.pvOf[pd.ID]; {
-			case pv != nil && (pv.VG == "" || vgOfArray(p, pd.ID) == pv.VG):
+	for _, ps := range planSteps(p) {
+		s := Step{Argv: ps.argv, Action: "would-run"}
+		switch ps.kind {
+		case stepWipe:
+			d := cur.dev[ps.dev.ID]
+			switch pv := cur.pvOf[ps.dev.ID]; {
+			case pv != nil && (pv.VG == "" || vgOfArray(p, ps.dev.ID) == pv.VG):
 				s.Action, s.Why = "skip", "already our PV"
 			case len(d.Content()) == 0:
 				s.Action, s.Why = "skip", "nothing to wipe"
@@ -432,31 +494,29 @@ func (a Applier) decide(p *Plan, cur *current, existedLV map[string]bool) ([]Ste
 				s.Why = strings.Join(d.Content(), "; ")
 				wipes = append(wipes, d.Name)
 			}
-		case len(cmd) > 1 && cmd[1] == "pvcreate":
-			pd := byPath[cmd[len(cmd)-1]]
-			if pv := cur.pvOf[pd.ID]; pv != nil {
+		case stepPVCreate:
+			if pv := cur.pvOf[ps.dev.ID]; pv != nil {
 				s.Action, s.Why = "skip", "already a PV"
 			}
-		case len(cmd) > 1 && cmd[1] == "vgcreate":
-			if vgExists[cmd[4]] {
-				s.Action, s.Why = "skip", "VG "+cmd[4]+" exists on the planned devices"
+		case stepVGCreate:
+			if vgExists[ps.arr.VG] {
+				s.Action, s.Why = "skip", "VG "+ps.arr.VG+" exists on the planned devices"
 			}
-		case len(cmd) > 1 && cmd[1] == "lvcreate":
-			ar := arrayOf(p, cmd)
-			if ar != nil && existedLV[ar.DevPath()] {
-				s.Action, s.Why = "skip", ar.VG+"/"+ar.LV+" exists with the planned shape"
+		case stepLVCreate:
+			if existedLV[ps.arr.DevPath()] {
+				s.Action, s.Why = "skip", ps.arr.VG+"/"+ps.arr.LV+" exists with the planned shape"
 			}
-		case strings.HasPrefix(cmd[0], "mkfs."):
-			dev := cmd[len(cmd)-1]
+		case stepMkfs:
+			ar := ps.arr
+			dev := ar.DevPath()
 			if existedLV[dev] {
 				sigs, err := a.probeLV(dev)
-				ar := arrayByPath(p, dev)
 				switch {
 				case err != nil:
 					problems = append(problems, fmt.Sprintf("%s exists; cannot check whether it has a filesystem: %v", dev, err))
 				case len(sigs) == 0:
 					s.Why = "the LV has no filesystem yet"
-				case ar != nil && ar.Filesystem != nil && sigs[0].Type == ar.Filesystem.Type && strings.EqualFold(sigs[0].UUID, ar.Filesystem.UUID):
+				case ar.Filesystem != nil && sigs[0].Type == ar.Filesystem.Type && strings.EqualFold(sigs[0].UUID, ar.Filesystem.UUID):
 					s.Action, s.Why = "skip", fmt.Sprintf("%s %s exists", sigs[0].Type, sigs[0].UUID)
 				default:
 					problems = append(problems, fmt.Sprintf("%s already carries %s (UUID %s), not the planned filesystem: tbhost does not reformat it", dev, sigs[0].Type, orDash(sigs[0].UUID)))
@@ -496,26 +556,6 @@ func vgOfArray(p *Plan, id string) string {
 		}
 	}
 	return ""
-}
-
-func arrayOf(p *Plan, lvcreate Command) *Array {
-	for i, a := range p.Arrays {
-		for j := 0; j+1 < len(lvcreate); j++ {
-			if lvcreate[j] == "--name" && lvcreate[j+1] == a.LV && j+2 < len(lvcreate) && lvcreate[j+2] == a.VG {
-				return &p.Arrays[i]
-			}
-		}
-	}
-	return nil
-}
-
-func arrayByPath(p *Plan, dev string) *Array {
-	for i, a := range p.Arrays {
-		if a.DevPath() == dev {
-			return &p.Arrays[i]
-		}
-	}
-	return nil
 }
 
 func (a Applier) verify(p *Plan, cur *current) ([]Check, bool) {

@@ -156,8 +156,8 @@ func TestApplyRefusesAConflictingLV(t *testing.T) {
 	for _, d := range []string{"a", "b", "c", "d", "e", "f"} {
 		l.lvm.Run(ctx, "lvm", "pvcreate", "/dev/sd"+d)
 	}
-	l.lvm.Run(ctx, "lvm", "vgcreate", "--physicalextentsize", "4096k", "vg-hdd", "/dev/sda", "/dev/sdb", "/dev/sdc", "/dev/sdd", "/dev/sde", "/dev/sdf")
-	l.lvm.Run(ctx, "lvm", "lvcreate", "--type", "raid5", "--stripes", "2", "--raidintegrity", "y", "--raidintegritymode", "journal", "--raidintegrityblocksize", "4096", "--extents", "100", "--name", "tables", "vg-hdd", "/dev/sda", "/dev/sdb", "/dev/sdc")
+	l.lvm.Run(ctx, "lvm", "vgcreate", "--physicalextentsize", "4096k", "--", "vg-hdd", "/dev/sda", "/dev/sdb", "/dev/sdc", "/dev/sdd", "/dev/sde", "/dev/sdf")
+	l.lvm.Run(ctx, "lvm", "lvcreate", "--type", "raid5", "--stripes", "2", "--raidintegrity", "y", "--raidintegritymode", "journal", "--raidintegrityblocksize", "4096", "--extents", "100", "--name", "tables", "--", "vg-hdd", "/dev/sda", "/dev/sdb", "/dev/sdc")
 	l.lvm.Calls = nil
 	_, err := l.apply(t, ApplyOptions{Yes: true})
 	var re *RefusedError
@@ -308,18 +308,18 @@ func TestApplyExactArgvRecorded(t *testing.T) {
 		t.Fatalf("want a verification failure from the empty recorded lvs, got %v", err)
 	}
 	want := [][]string{
-		{"lvm", "pvcreate", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD1"},
-		{"lvm", "pvcreate", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD2"},
-		{"lvm", "pvcreate", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD3"},
-		{"lvm", "pvcreate", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD4"},
-		{"lvm", "pvcreate", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD5"},
-		{"lvm", "pvcreate", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD6"},
-		{"lvm", "vgcreate", "--physicalextentsize", "4096k", "vg-hdd", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD1", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD2", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD3", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD4", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD5", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD6"},
-		{"lvm", "lvcreate", "--yes", "--wipesignatures", "y", "--type", "raid5", "--stripes", "5", "--raidintegrity", "y", "--raidintegritymode", "journal", "--raidintegrityblocksize", "4096", "--extents", "295", "--name", "tables", "vg-hdd", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD1", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD2", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD3", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD4", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD5", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD6"},
-		{"lvm", "pvcreate", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME1"},
-		{"lvm", "pvcreate", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME2"},
-		{"lvm", "vgcreate", "--physicalextentsize", "4096k", "vg-nvme", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME1", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME2"},
-		{"lvm", "lvcreate", "--yes", "--wipesignatures", "y", "--type", "raid0", "--stripes", "2", "--extents", "62", "--name", "prefix", "vg-nvme", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME1", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME2"},
+		{"lvm", "pvcreate", "--", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD1"},
+		{"lvm", "pvcreate", "--", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD2"},
+		{"lvm", "pvcreate", "--", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD3"},
+		{"lvm", "pvcreate", "--", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD4"},
+		{"lvm", "pvcreate", "--", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD5"},
+		{"lvm", "pvcreate", "--", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD6"},
+		{"lvm", "vgcreate", "--physicalextentsize", "4096k", "--", "vg-hdd", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD1", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD2", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD3", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD4", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD5", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD6"},
+		{"lvm", "lvcreate", "--yes", "--wipesignatures", "y", "--type", "raid5", "--stripes", "5", "--raidintegrity", "y", "--raidintegritymode", "journal", "--raidintegrityblocksize", "4096", "--extents", "295", "--name", "tables", "--", "vg-hdd", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD1", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD2", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD3", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD4", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD5", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_HDD6"},
+		{"lvm", "pvcreate", "--", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME1"},
+		{"lvm", "pvcreate", "--", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME2"},
+		{"lvm", "vgcreate", "--physicalextentsize", "4096k", "--", "vg-nvme", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME1", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME2"},
+		{"lvm", "lvcreate", "--yes", "--wipesignatures", "y", "--type", "raid0", "--stripes", "2", "--extents", "62", "--name", "prefix", "--", "vg-nvme", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME1", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME2"},
 	}
 	if got := lvmfake.Writes(rec.Calls); !reflect.DeepEqual(got, want) {
 		t.Errorf("argv:\n%v\nwant\n%v", got, want)
@@ -384,6 +384,44 @@ func TestApplyWithoutByIDRefusesShuffledNames(t *testing.T) {
 	l.host.Disks[0].Serial, l.host.Disks[1].Serial = "HDD2", "HDD1" // next boot: sda and sdb swapped
 	_, err = l.apply(t, ApplyOptions{Yes: true})
 	if err == nil || !strings.Contains(err.Error(), "/dev/sda (now sda): serial HDD2, planned HDD1") {
+		t.Fatalf("err %v", err)
+	}
+	if len(l.lvm.Calls) != 0 {
+		t.Errorf("ran %v", l.lvm.Calls)
+	}
+}
+
+// Issue 12 item 8: a plan made before a disk's block size changed is stale
+// (the integrity block size and extents were chosen for the old one).
+func TestApplyRefusesAPlanMadeBeforeABlockSizeChange(t *testing.T) {
+	l := newLab(t, PlanOptions{})
+	l.host.Disks[1].LBS, l.host.Disks[1].PBS = 4096, 4096 // sdb reformatted to 4Kn, same serial and size
+	_, err := l.apply(t, ApplyOptions{DryRun: true})
+	if err == nil || !strings.Contains(err.Error(), "stale") || !strings.Contains(err.Error(), "block sizes 4096/4096 (logical/physical), planned 512/512") {
+		t.Fatalf("err %v", err)
+	}
+	if len(l.lvm.Calls) != 0 {
+		t.Errorf("a stale plan ran %v", l.lvm.Calls)
+	}
+	l = newLab(t, PlanOptions{})
+	l.host.Disks[0].PBS = 4096 // 512n became 512e
+	if _, err := l.apply(t, ApplyOptions{DryRun: true}); err == nil || !strings.Contains(err.Error(), "block sizes 512/4096") {
+		t.Fatalf("physical block size change: err %v", err)
+	}
+}
+
+// Apply checks a plan it is handed in code the same way as one read from a
+// file: a plan whose devices disagree with its commands is refused.
+func TestApplyRefusesAnInconsistentPlanInMemory(t *testing.T) {
+	l := newLab(t, PlanOptions{})
+	l.plan.Arrays[0].DataStripes = 2
+	l.plan.Commands = BuildCommands(l.plan)
+	if _, err := l.apply(t, ApplyOptions{DryRun: true}); err == nil || !strings.Contains(err.Error(), "data_stripes 2") {
+		t.Fatalf("err %v", err)
+	}
+	l = newLab(t, PlanOptions{})
+	l.plan.Commands[0] = Command{"lvm", "pvcreate", "--", "/dev/nvme0n1"}
+	if _, err := l.apply(t, ApplyOptions{DryRun: true}); err == nil || !strings.Contains(err.Error(), "commands") {
 		t.Fatalf("err %v", err)
 	}
 	if len(l.lvm.Calls) != 0 {

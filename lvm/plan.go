@@ -161,12 +161,44 @@ func (e *RefusedError) Error() string {
 	return e.What + ":\n  - " + strings.Join(e.Problems, "\n  - ")
 }
 
-// MakePlan plans the arrays for inv.
+// MakePlan plans the arrays for inv: it checks the options, picks and
+// checks the devices, plans the RAID 5 over the HDDs and the RAID 0 over the
+// NVMe devices, and only when nothing was refused records the devices,
+// derives the commands and sums up the capacity.
 func MakePlan(inv *blockdev.Inventory, opts PlanOptions) (*Plan, error) {
 	opts.defaults()
 	var problems []string
 	refuse := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
 
+	checkPlanOptions(opts, refuse)
+	wipe := wipeSet(inv, opts.Wipe, refuse)
+	hdds := pick(inv, opts.HDDs, "--hdd", blockdev.RoleHDD, refuse)
+	var nvmes []*blockdev.Device
+	if !opts.NoNVMe {
+		nvmes = pick(inv, opts.NVMes, "--nvme", blockdev.RoleNVMe, refuse)
+	}
+	planned := append(append([]*blockdev.Device{}, hdds...), nvmes...)
+	checkPlannedDevices(inv, planned, wipe, opts, refuse)
+
+	p := newPlan(inv, opts, planned)
+	problems = append(problems, planTablesArray(p, hdds, opts)...)
+	problems = append(problems, planPrefixArray(p, nvmes, opts)...)
+	if len(problems) > 0 {
+		return nil, &RefusedError{What: "lvm plan refused", Problems: problems}
+	}
+	addPlanDevices(p, inv, planned, wipe, opts)
+	p.Commands = BuildCommands(p)
+	p.Summary = summarize(p.Arrays)
+	// apply reads the plan back through the same rules: never write a plan
+	// it would refuse (odd names, sizes or devices end here, not in apply)
+	if ps := p.validate(); len(ps) > 0 {
+		return nil, &RefusedError{What: "lvm plan refused", Problems: ps}
+	}
+	return p, nil
+}
+
+// checkPlanOptions refuses option values lvcreate or tbhost do not accept.
+func checkPlanOptions(opts PlanOptions, refuse func(string, ...any)) {
 	if opts.IntegrityMode != "journal" && opts.IntegrityMode != "bitmap" {
 		refuse("--integrity-mode %q: use journal or bitmap", opts.IntegrityMode)
 	}
@@ -180,8 +212,27 @@ func MakePlan(inv *blockdev.Inventory, opts PlanOptions) (*Plan, error) {
 			refuse("filesystem %q: tbhost makes ext4 or xfs", fs)
 		}
 	}
+	for _, m := range [][2]string{{"--tables-mount", opts.TablesMount}, {"--prefix-mount", opts.PrefixMount}} {
+		if why := CheckMountPoint(m[1]); m[1] != "" && why != "" {
+			refuse("%s %q: %s", m[0], m[1], why)
+		}
+	}
+	for _, n := range []string{opts.HDDVG, opts.NVMeVG} {
+		if why := CheckVGName(n); why != "" {
+			refuse("VG name %q: %s", n, why)
+		}
+	}
+	for _, n := range []string{opts.TablesLV, opts.PrefixLV} {
+		if why := CheckLVName(n); why != "" {
+			refuse("LV name %q: %s", n, why)
+		}
+	}
+}
+
+// wipeSet resolves --wipe to kernel names.
+func wipeSet(inv *blockdev.Inventory, refs []string, refuse func(string, ...any)) map[string]bool {
 	wipe := map[string]bool{}
-	for _, ref := range opts.Wipe {
+	for _, ref := range refs {
 		d := inv.Find(ref)
 		if d == nil {
 			refuse("--wipe %s: no such device (see tbhost inventory)", ref)
@@ -189,14 +240,15 @@ func MakePlan(inv *blockdev.Inventory, opts PlanOptions) (*Plan, error) {
 		}
 		wipe[d.Name] = true
 	}
+	return wipe
+}
 
-	hdds := pick(inv, opts.HDDs, "--hdd", blockdev.RoleHDD, refuse)
-	var nvmes []*blockdev.Device
-	if !opts.NoNVMe {
-		nvmes = pick(inv, opts.NVMes, "--nvme", blockdev.RoleNVMe, refuse)
-	}
+// checkPlannedDevices refuses a device named twice, a partition next to its
+// own disk, devices that cannot be used at all, and --wipe of a device that
+// is not in the plan.
+func checkPlannedDevices(inv *blockdev.Inventory, planned []*blockdev.Device, wipe map[string]bool, opts PlanOptions, refuse func(string, ...any)) {
 	seen := map[string]string{}
-	for _, d := range append(append([]*blockdev.Device{}, hdds...), nvmes...) {
+	for _, d := range planned {
 		if prev, ok := seen[d.Name]; ok {
 			refuse("%s is named twice (%s)", d.Name, prev)
 		}
@@ -215,7 +267,11 @@ func MakePlan(inv *blockdev.Inventory, opts PlanOptions) (*Plan, error) {
 			refuse("--wipe %s: the device is not in the plan (name it with --hdd or --nvme too)", name)
 		}
 	}
+}
 
+// newPlan is the plan's header, with the warnings about what could not be
+// seen while planning.
+func newPlan(inv *blockdev.Inventory, opts PlanOptions, planned []*blockdev.Device) *Plan {
 	p := &Plan{
 		Version: PlanVersion, Created: opts.Now.UTC().Format(time.RFC3339), Host: hostName(inv), Source: inv.Root,
 		InventoryFingerprint: inv.Fingerprint, SizedFor: "lvm2 2.03.16 (Debian 12)", ExtentSize: opts.ExtentSize,
@@ -223,47 +279,54 @@ func MakePlan(inv *blockdev.Inventory, opts PlanOptions) (*Plan, error) {
 	if !inv.PVsKnown {
 		p.Warnings = append(p.Warnings, "LVM PV membership was not known when planning (lvm not run); apply checks it again")
 	}
-	for _, d := range append(append([]*blockdev.Device{}, hdds...), nvmes...) {
+	for _, d := range planned {
 		if d.ProbeError != "" {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("%s: %s; apply checks it again", d.Name, d.ProbeError))
 		}
 	}
+	return p
+}
 
-	// the RAID 5 + integrity over the HDDs
-	if len(hdds) > 0 || len(opts.HDDs) > 0 {
-		switch {
-		case len(hdds) < 3:
-			refuse("RAID 5 needs at least 3 HDDs, found %d (%s); name them with --hdd", len(hdds), names(hdds))
-		case len(hdds)-1 > MaxRaid5DataStripes:
-			refuse("RAID 5 over %d HDDs: LVM allows at most %d data stripes (%d devices)", len(hdds), MaxRaid5DataStripes, MaxRaid5DataStripes+1)
-		default:
-			a, ps := planRaid5(hdds, opts, p)
-			problems = append(problems, ps...)
-			if a != nil {
-				p.Arrays = append(p.Arrays, *a)
-			}
-		}
-	} else {
-		refuse("no HDDs for the tables array: no non-system rotational disk found; name them with --hdd")
+// planTablesArray plans the RAID 5 + integrity over the HDDs.
+func planTablesArray(p *Plan, hdds []*blockdev.Device, opts PlanOptions) []string {
+	if len(hdds) == 0 && len(opts.HDDs) == 0 {
+		return []string{"no HDDs for the tables array: no non-system rotational disk found; name them with --hdd"}
 	}
-	// the RAID 0 over the NVMe devices
-	if !opts.NoNVMe {
-		if len(nvmes) == 0 {
-			p.Notes = append(p.Notes, "no free NVMe disk or partition found: no prefix array planned (name devices with --nvme)")
-		} else if len(nvmes) > MaxRaid0Stripes {
-			refuse("RAID 0 over %d devices: LVM allows at most %d stripes", len(nvmes), MaxRaid0Stripes)
-		} else {
-			a, ps := planRaid0(nvmes, opts, p)
-			problems = append(problems, ps...)
-			if a != nil {
-				p.Arrays = append(p.Arrays, *a)
-			}
-		}
+	switch {
+	case len(hdds) < 3:
+		return []string{fmt.Sprintf("RAID 5 needs at least 3 HDDs, found %d (%s); name them with --hdd", len(hdds), names(hdds))}
+	case len(hdds)-1 > MaxRaid5DataStripes:
+		return []string{fmt.Sprintf("RAID 5 over %d HDDs: LVM allows at most %d data stripes (%d devices)", len(hdds), MaxRaid5DataStripes, MaxRaid5DataStripes+1)}
 	}
-	if len(problems) > 0 {
-		return nil, &RefusedError{What: "lvm plan refused", Problems: problems}
+	a, ps := planRaid5(hdds, opts, p)
+	if a != nil {
+		p.Arrays = append(p.Arrays, *a)
 	}
-	for _, d := range append(append([]*blockdev.Device{}, hdds...), nvmes...) {
+	return ps
+}
+
+// planPrefixArray plans the RAID 0 (or linear LV) over the NVMe devices.
+func planPrefixArray(p *Plan, nvmes []*blockdev.Device, opts PlanOptions) []string {
+	switch {
+	case opts.NoNVMe:
+		return nil
+	case len(nvmes) == 0:
+		p.Notes = append(p.Notes, "no free NVMe disk or partition found: no prefix array planned (name devices with --nvme)")
+		return nil
+	case len(nvmes) > MaxRaid0Stripes:
+		return []string{fmt.Sprintf("RAID 0 over %d devices: LVM allows at most %d stripes", len(nvmes), MaxRaid0Stripes)}
+	}
+	a, ps := planRaid0(nvmes, opts, p)
+	if a != nil {
+		p.Arrays = append(p.Arrays, *a)
+	}
+	return ps
+}
+
+// addPlanDevices records the planned devices as seen now, warning about
+// data apply will refuse and about devices without a by-id link.
+func addPlanDevices(p *Plan, inv *blockdev.Inventory, planned []*blockdev.Device, wipe map[string]bool, opts PlanOptions) {
+	for _, d := range planned {
 		pd := planDevice(inv, d, wipe[d.Name])
 		p.Devices = append(p.Devices, pd)
 		if len(pd.Found) > 0 && !pd.Wipe && !(d.PV != nil && (d.PV.VG == opts.HDDVG || d.PV.VG == opts.NVMeVG)) {
@@ -275,17 +338,20 @@ func MakePlan(inv *blockdev.Inventory, opts PlanOptions) (*Plan, error) {
 				d.Name, d.Path, d.Serial))
 		}
 	}
-	p.Commands = BuildCommands(p)
-	p.Summary = &PlanCapacity{}
-	for _, a := range p.Arrays {
+}
+
+// summarize sums up the arrays' capacity.
+func summarize(arrays []Array) *PlanCapacity {
+	s := &PlanCapacity{}
+	for _, a := range arrays {
 		switch a.Role {
 		case "tables":
-			p.Summary.RawHDD, p.Summary.TablesUsable = a.Raw, a.Size
+			s.RawHDD, s.TablesUsable = a.Raw, a.Size
 		case "prefix":
-			p.Summary.PrefixUsable = a.Size
+			s.PrefixUsable = a.Size
 		}
 	}
-	return p, nil
+	return s
 }
 
 // pick resolves the named devices, or chooses the defaults for role.
@@ -366,13 +432,20 @@ func planDevice(inv *blockdev.Inventory, d *blockdev.Device, wipe bool) PlanDevi
 	pd := PlanDevice{
 		ID: d.Ref(), Path: d.Ref(), Name: d.Name, Kind: d.Kind, Partition: d.Partition, Model: d.Model,
 		Serial: d.Serial, WWN: d.WWN, Size: d.Size, LogicalBlockSize: d.LogicalBlockSize,
-		PhysicalBlockSize: d.PhysicalBlockSize, Role: blockdev.RoleHDD, Wipe: wipe,
+		PhysicalBlockSize: d.PhysicalBlockSize, Wipe: wipe,
 	}
-	if d.Transport == "nvme" || !d.Rotational {
-		pd.Role = blockdev.RoleNVMe
-	}
+	pd.Role = mediaRole(d)
 	pd.Found = d.Content()
 	return pd
+}
+
+// mediaRole is a planned device's role: nvme for NVMe and other
+// non-rotational devices, hdd for rotational disks.
+func mediaRole(d *blockdev.Device) string {
+	if d.Transport == "nvme" || !d.Rotational {
+		return blockdev.RoleNVMe
+	}
+	return blockdev.RoleHDD
 }
 
 func names(ds []*blockdev.Device) string {
@@ -567,27 +640,63 @@ func randomUUID() string {
 
 // BuildCommands derives the exact commands of a plan from its devices and
 // arrays. Apply re-derives them and refuses a plan whose commands were
-// edited by hand.
+// edited by hand; it runs what it derived, never a plan's command text.
 func BuildCommands(p *Plan) []Command {
-	var cmds []Command
-	path := map[string]string{}
-	for _, d := range p.Devices {
-		path[d.ID] = d.Path
+	steps := planSteps(p)
+	cmds := make([]Command, len(steps))
+	for i, s := range steps {
+		cmds[i] = s.argv
+	}
+	return cmds
+}
+
+// Kinds of plan steps.
+const (
+	stepWipe     = "wipefs"
+	stepPVCreate = "pvcreate"
+	stepVGCreate = "vgcreate"
+	stepLVCreate = "lvcreate"
+	stepMkfs     = "mkfs"
+)
+
+// planStep is one command with the plan device or array it touches, so
+// that apply guards and decides on exactly what the command acts on
+// instead of parsing its argv.
+type planStep struct {
+	argv Command
+	kind string
+	dev  *PlanDevice // wipefs, pvcreate
+	arr  *Array      // vgcreate, lvcreate, mkfs
+}
+
+// planSteps builds the steps. Every lvm command ends its options with "--"
+// before the positional VG names and device paths: lvm2 2.03.16 stops
+// option parsing there (tools/lvmcmdline.c lvm_run_command: "If we reach
+// "--" then stop", then getopt_long in _process_command_line), so a name
+// can never be read as an option. (The plan's names and paths are checked
+// too: see validate.)
+func planSteps(p *Plan) []planStep {
+	var steps []planStep
+	byID := map[string]*PlanDevice{}
+	for i := range p.Devices {
+		d := &p.Devices[i]
+		byID[d.ID] = d
 		if d.Wipe {
-			cmds = append(cmds, []string{"wipefs", "--all", d.Path})
+			steps = append(steps, planStep{argv: Command{"wipefs", "--all", d.Path}, kind: stepWipe, dev: d})
 		}
 	}
 	ext := strconv.FormatInt(p.ExtentSize/1024, 10) + "k"
-	for _, a := range p.Arrays {
+	for i := range p.Arrays {
+		a := &p.Arrays[i]
 		var paths []string
 		for _, id := range a.Devices {
-			paths = append(paths, path[id])
+			if d := byID[id]; d != nil {
+				paths = append(paths, d.Path)
+				steps = append(steps, planStep{argv: Command{"lvm", "pvcreate", "--", d.Path}, kind: stepPVCreate, dev: d})
+			}
 		}
-		for _, dp := range paths {
-			cmds = append(cmds, []string{"lvm", "pvcreate", dp})
-		}
-		cmds = append(cmds, append(Command{"lvm", "vgcreate", "--physicalextentsize", ext, a.VG}, paths...))
-		lc := []string{"lvm", "lvcreate", "--yes", "--wipesignatures", "y", "--type", a.Type}
+		steps = append(steps, planStep{argv: append(Command{"lvm", "vgcreate", "--physicalextentsize", ext, "--", a.VG}, paths...), kind: stepVGCreate, arr: a})
+		lc := Command{"lvm", "lvcreate", "--yes", "--wipesignatures", "y", "--type", a.Type}
 		if a.Type != "linear" {
 			lc = append(lc, "--stripes", strconv.Itoa(a.DataStripes))
 		}
@@ -595,18 +704,38 @@ func BuildCommands(p *Plan) []Command {
 			lc = append(lc, "--raidintegrity", "y", "--raidintegritymode", a.Integrity.Mode,
 				"--raidintegrityblocksize", strconv.Itoa(a.Integrity.BlockSize))
 		}
-		lc = append(lc, "--extents", strconv.FormatInt(a.Extents, 10), "--name", a.LV, a.VG)
-		cmds = append(cmds, append(Command(lc), paths...))
+		lc = append(lc, "--extents", strconv.FormatInt(a.Extents, 10), "--name", a.LV, "--", a.VG)
+		steps = append(steps, planStep{argv: append(lc, paths...), kind: stepLVCreate, arr: a})
 		if fs := a.Filesystem; fs != nil {
 			switch fs.Type {
 			case "ext4":
-				cmds = append(cmds, []string{"mkfs.ext4", "-U", fs.UUID, "-L", a.LV, a.DevPath()})
+				steps = append(steps, planStep{argv: Command{"mkfs.ext4", "-U", fs.UUID, "-L", a.LV, a.DevPath()}, kind: stepMkfs, arr: a})
 			case "xfs":
-				cmds = append(cmds, []string{"mkfs.xfs", "-m", "uuid=" + fs.UUID, "-L", a.LV, a.DevPath()})
+				steps = append(steps, planStep{argv: Command{"mkfs.xfs", "-m", "uuid=" + fs.UUID, "-L", a.LV, a.DevPath()}, kind: stepMkfs, arr: a})
 			}
 		}
 	}
-	return cmds
+	return steps
+}
+
+// commandsBeforeSeparator are the commands of plans written before tbhost
+// put "--" into the lvm commands (same plan version): such a plan is still
+// read, and apply runs the commands derived now.
+func commandsBeforeSeparator(p *Plan) []Command {
+	var out []Command
+	for _, c := range BuildCommands(p) {
+		if c[0] == "lvm" {
+			var old Command
+			for _, a := range c {
+				if a != "--" {
+					old = append(old, a)
+				}
+			}
+			c = old
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // Command is one argv; YAML prints it on one line.

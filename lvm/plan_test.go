@@ -12,7 +12,7 @@ import (
 	"github.com/tbhost/tbhost/internal/blockdev"
 )
 
-func inventory(t *testing.T, tree string) *blockdev.Inventory {
+func inventory(t testing.TB, tree string) *blockdev.Inventory {
 	t.Helper()
 	inv, err := blockdev.Read(context.Background(), blockdev.Options{Root: fixtureTree(t, tree)})
 	if err != nil {
@@ -87,7 +87,7 @@ func TestExamplePlan(t *testing.T) {
 		}
 	}
 	s := strings.Join(lvcreate, " ")
-	for _, w := range []string{"--stripes 5", "--raidintegrity y", "--raidintegrityblocksize 4096", "--extents 7097085", "--name tables vg-hdd /dev/disk/by-id/wwn-"} {
+	for _, w := range []string{"--stripes 5", "--raidintegrity y", "--raidintegrityblocksize 4096", "--extents 7097085", "--name tables -- vg-hdd /dev/disk/by-id/wwn-"} {
 		if !strings.Contains(s, w) {
 			t.Errorf("lvcreate %q lacks %q", s, w)
 		}
@@ -130,7 +130,7 @@ func TestPlanYAMLRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(y), "[lvm, pvcreate, /dev/disk/by-id/wwn-0x5000c500a1b2c301]") {
+	if !strings.Contains(string(y), "[lvm, pvcreate, --, /dev/disk/by-id/wwn-0x5000c500a1b2c301]") {
 		t.Errorf("commands not one per line:\n%s", y)
 	}
 	back, err := ParsePlan(y, "plan.yaml")

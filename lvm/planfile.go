@@ -38,45 +38,52 @@ func (p *Plan) YAML() ([]byte, error) {
 
 // LoadPlan reads and checks a plan file.
 func LoadPlan(path string) (*Plan, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read plan: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxPlanBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read plan %s: %w", path, err)
+	}
+	if len(b) > MaxPlanBytes {
+		return nil, fmt.Errorf("%s: more than %d bytes: not a tbhost plan", path, MaxPlanBytes)
 	}
 	return ParsePlan(b, path)
 }
 
-// ParsePlan decodes a plan (YAML, or JSON which is YAML too) and checks that
-// it is complete and consistent.
+// ParsePlan decodes a plan (YAML, or JSON which is YAML too) and checks it:
+// the plan file is input, so every field is validated against the rules
+// tbhost lvm plan follows (names, paths, the stripe rule, the sizes of the
+// devices, ...), and its commands must be exactly what its devices and
+// arrays derive. A plan written before the lvm commands ended their options
+// with "--" is read too; its commands are replaced by the derived ones.
 func ParsePlan(b []byte, name string) (*Plan, error) {
+	if len(b) > MaxPlanBytes {
+		return nil, fmt.Errorf("%s: more than %d bytes: not a tbhost plan", name, MaxPlanBytes)
+	}
 	var p Plan
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&p); err != nil {
 		return nil, fmt.Errorf("%s: not a tbhost plan: %w", name, err)
 	}
+	var more yaml.Node
+	if err := dec.Decode(&more); err != io.EOF {
+		return nil, fmt.Errorf("%s: more than one YAML document: a tbhost plan is one", name)
+	}
 	if p.Version != PlanVersion {
 		return nil, fmt.Errorf("%s: plan version %d, this tbhost reads version %d: re-plan with this tbhost", name, p.Version, PlanVersion)
 	}
-	if p.ExtentSize <= 0 || len(p.Arrays) == 0 || len(p.Devices) == 0 {
-		return nil, fmt.Errorf("%s: plan has no extent size, arrays or devices", name)
+	if problems := p.validate(); len(problems) > 0 {
+		return nil, &RefusedError{What: name + ": not a plan tbhost lvm plan would write (the file was edited?); re-plan rather than edit it", Problems: problems}
 	}
-	ids := map[string]bool{}
-	for _, d := range p.Devices {
-		if d.ID == "" || d.Path == "" || d.Size <= 0 {
-			return nil, fmt.Errorf("%s: device %q lacks id, path or size", name, d.Name)
-		}
-		ids[d.ID] = true
+	want := BuildCommands(&p)
+	if !reflect.DeepEqual(want, p.Commands) && !reflect.DeepEqual(commandsBeforeSeparator(&p), p.Commands) {
+		return nil, &RefusedError{What: name, Problems: []string{"commands: they do not match the plan's devices and arrays (edited by hand?); re-plan with tbhost lvm plan"}}
 	}
-	for _, a := range p.Arrays {
-		for _, id := range a.Devices {
-			if !ids[id] {
-				return nil, fmt.Errorf("%s: array %s/%s names device %s that is not in devices", name, a.VG, a.LV, id)
-			}
-		}
-	}
-	if want := BuildCommands(&p); !reflect.DeepEqual(want, p.Commands) {
-		return nil, fmt.Errorf("%s: the plan's commands do not match its devices and arrays (edited by hand?); re-plan with tbhost lvm plan", name)
-	}
+	p.Commands = want
 	return &p, nil
 }
 

@@ -19,6 +19,10 @@ const (
 	// MaxRaid5DataStripes and MaxRaid0Stripes are LVM's limits.
 	MaxRaid5DataStripes = 63
 	MaxRaid0Stripes     = 64
+	// MaxPVBytes bounds the device sizes tbhost plans and accepts in a
+	// plan file (64 PiB, far beyond any disk; it keeps the extent
+	// arithmetic of 64 such devices inside int64).
+	MaxPVBytes = 1 << 56
 )
 
 // PVExtents is how many extents pvcreate+vgcreate make of a device.
@@ -72,18 +76,35 @@ type Raid5Layout struct {
 }
 
 // SizeRaid5 finds the largest image that fits on a PV of pvExtents extents
-// next to its rmeta, its integrity metadata and the spare margin.
+// next to its rmeta, its integrity metadata and the spare margin. The
+// image plus its metadata grows with the image, so the largest fit is found
+// by bisection (a plan file's PV size is input: a scan down from the top
+// would take hours on an absurd one).
 func SizeRaid5(pvExtents, extentSize int64, integrity bool) (Raid5Layout, error) {
 	l := Raid5Layout{PVExtents: pvExtents, RmetaExtents: RmetaExtents, SpareExtents: SpareExtents}
-	for img := pvExtents - RmetaExtents - SpareExtents; img > 0; img-- {
-		meta := int64(0)
+	if extentSize <= 0 || pvExtents > MaxPVBytes/extentSize {
+		return l, fmt.Errorf("a PV of %d extents of %d bytes is beyond what tbhost sizes (%d bytes)", pvExtents, extentSize, int64(MaxPVBytes))
+	}
+	meta := func(img int64) int64 {
 		if integrity {
-			meta = IntegrityMetaExtents(img, extentSize)
+			return IntegrityMetaExtents(img, extentSize)
 		}
-		if img+RmetaExtents+meta+SpareExtents <= pvExtents {
-			l.ImageExtents, l.ImetaExtents = img, meta
-			return l, nil
+		return 0
+	}
+	fits := func(img int64) bool { return img+RmetaExtents+meta(img)+SpareExtents <= pvExtents }
+	lo, hi := int64(0), pvExtents-RmetaExtents-SpareExtents // lo fits (or is 0), everything above hi does not
+	if hi < 1 || !fits(1) {
+		return l, fmt.Errorf("a PV of %d extents is too small for a raid image with its metadata", pvExtents)
+	}
+	lo = 1
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		if fits(mid) {
+			lo = mid
+		} else {
+			hi = mid - 1
 		}
 	}
-	return l, fmt.Errorf("a PV of %d extents is too small for a raid image with its metadata", pvExtents)
+	l.ImageExtents, l.ImetaExtents = lo, meta(lo)
+	return l, nil
 }

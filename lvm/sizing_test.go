@@ -56,3 +56,50 @@ func TestSizeRaid5ReferenceDisk(t *testing.T) {
 		t.Error("a 3-extent PV must be refused")
 	}
 }
+
+// sizeRaid5Scan is the original search (down from the top, one extent at
+// a time): the bisection must find exactly the same layouts.
+func sizeRaid5Scan(pvExtents, extentSize int64, integrity bool) (Raid5Layout, bool) {
+	l := Raid5Layout{PVExtents: pvExtents, RmetaExtents: RmetaExtents, SpareExtents: SpareExtents}
+	for img := pvExtents - RmetaExtents - SpareExtents; img > 0; img-- {
+		meta := int64(0)
+		if integrity {
+			meta = IntegrityMetaExtents(img, extentSize)
+		}
+		if img+RmetaExtents+meta+SpareExtents <= pvExtents {
+			l.ImageExtents, l.ImetaExtents = img, meta
+			return l, true
+		}
+	}
+	return l, false
+}
+
+func TestSizeRaid5BisectionMatchesTheScan(t *testing.T) {
+	check := func(pv, ext int64, integrity bool) {
+		t.Helper()
+		want, ok := sizeRaid5Scan(pv, ext, integrity)
+		got, err := SizeRaid5(pv, ext, integrity)
+		if ok != (err == nil) || (ok && got != want) {
+			t.Fatalf("pv %d ext %d integrity %v: got %+v (%v), scan %+v (%v)", pv, ext, integrity, got, err, want, ok)
+		}
+	}
+	for _, ext := range []int64{1 << 20, DefaultExtentSize, 32 << 20} {
+		for pv := int64(-1); pv < 3000; pv++ {
+			check(pv, ext, true)
+			check(pv, ext, false)
+		}
+		for _, pv := range []int64{PVExtents(6001175126016, ext), PVExtents(18<<40, ext), 1430791, 1430792} {
+			check(pv, ext, true)
+		}
+	}
+}
+
+// A plan file is input: an absurd PV size is refused quickly, not scanned.
+func TestSizeRaid5AbsurdPVIsRefusedFast(t *testing.T) {
+	if _, err := SizeRaid5(1<<40, DefaultExtentSize, true); err == nil {
+		t.Fatal("2^40 extents of 4 MiB accepted")
+	}
+	if l, err := SizeRaid5(MaxPVBytes/DefaultExtentSize, DefaultExtentSize, true); err != nil || l.ImageExtents == 0 {
+		t.Fatalf("the largest PV: %+v %v", l, err)
+	}
+}

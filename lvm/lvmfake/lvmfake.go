@@ -119,6 +119,7 @@ func (f *LVM) Run(ctx context.Context, argv ...string) (execx.Result, error) {
 	if argv[0] != "lvm" || len(argv) < 2 {
 		return res, &execx.CommandError{Argv: argv, ExitCode: -1, Err: fmt.Errorf("fake lvm: unexpected %v", argv)}
 	}
+	argv = endOfOptions(argv)
 	switch argv[1] {
 	case "pvs":
 		var rows []map[string]string
@@ -306,6 +307,17 @@ func (f *LVM) lvcreate(argv []string) (execx.Result, error) {
 		pv.used += img + rmeta + meta
 	}
 	return execx.Result{Argv: argv}, nil
+}
+
+// endOfOptions drops the "--" that ends the options, as lvm2's option
+// parsing does (the positional arguments stay where they are).
+func endOfOptions(argv []string) []string {
+	for i, a := range argv {
+		if a == "--" {
+			return append(append([]string(nil), argv[:i]...), argv[i+1:]...)
+		}
+	}
+	return argv
 }
 
 func report(key string, rows []map[string]string) []byte {

@@ -19,8 +19,18 @@ func applyCommand() *cli.Command {
 		Name:      "apply",
 		Usage:     "build exactly what a saved plan says, then verify it",
 		ArgsUsage: "PLAN.yaml",
-		Description: `Before touching anything apply re-reads the machine and refuses:
-     - a stale plan: a planned device is gone, or its serial or size changed (re-plan);
+		Description: `The plan file is input: apply first checks every field against the rules tbhost lvm plan
+   follows and refuses, naming the field: VG/LV names lvm2 would not take (or would read as an
+   option), device paths that are not clean /dev paths, raid5 with --stripes other than
+   members - 1 or on fewer than 3 HDDs, a PV listed twice, extents or sizes that do not match
+   the devices, an HDD in the NVMe array, a plan without block sizes (from an older tbhost:
+   re-plan), commands that differ from what the devices and arrays derive. It runs the commands
+   it derives, never the file's command text.
+   Before touching anything apply re-reads the machine and refuses:
+     - a device whose path: and id: are different devices (same major:minor, looked up through
+       /dev/disk/by-id under --root), or one device planned twice under two names;
+     - a stale plan: a planned device is gone, or its serial, size, logical/physical block size
+       or kind changed (re-plan);
      - a device in use: mounted, swap, held by device-mapper/md (stop using it first);
      - a device carrying data (partitions, filesystem/RAID/LVM signatures, a PV of another VG)
        unless the plan marks it wipe: true (tbhost lvm plan --wipe DEV) and you confirm;

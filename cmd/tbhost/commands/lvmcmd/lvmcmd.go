@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/tbhost/tbhost/internal/blockdev"
 	"github.com/tbhost/tbhost/internal/cliutil"
@@ -55,8 +54,10 @@ func planCommand() *cli.Command {
    NVMe store is built). Devices carrying data are planned but apply refuses them unless you
    plan with --wipe DEV.
 
-   The plan (YAML with -o, JSON with --json) names devices by /dev/disk/by-id with the serial
-   and size seen now, lists the exact commands, and carries a fingerprint of the inventory.
+   The plan (YAML with -o, JSON with --json) names devices by /dev/disk/by-id with the serial,
+   size and block sizes seen now, lists the exact commands, and carries a fingerprint of the
+   inventory. -o never replaces an existing file (it may be the plan you reviewed) unless
+   --force; the file is written atomically (temporary file, fsync, rename).
 
 EXAMPLES:
    tbhost lvm plan --example                  the reference host (embedded snapshot)
@@ -78,7 +79,8 @@ EXAMPLES:
 			&cli.StringFlag{Name: "tables-mount", Usage: "mount point for --tables-fs (default /srv/syzygy)"},
 			&cli.StringFlag{Name: "prefix-fs", Usage: "make a filesystem on vg-nvme/prefix: ext4 or xfs (default: none)"},
 			&cli.StringFlag{Name: "prefix-mount", Usage: "mount point for --prefix-fs (default /srv/syzygy-prefix)"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "save the plan as YAML to `FILE` (- for stdout)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "save the plan as YAML to `FILE` (- for stdout); an existing FILE is refused unless --force"},
+			&cli.BoolFlag{Name: "force", Usage: "let -o replace an existing plan file (it is replaced atomically)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
@@ -129,17 +131,20 @@ EXAMPLES:
 				return cliutil.CannotRun(err)
 			}
 			out := c.String("output")
-			if out != "" {
+			if out == "-" {
 				y, err := plan.YAML()
 				if err != nil {
 					return cliutil.CannotRun(err)
 				}
-				if out == "-" {
-					_, err = g.Stdout.Write(y)
-					return err
-				}
-				if err := os.WriteFile(out, y, 0o644); err != nil {
-					return cliutil.CannotRun(fmt.Errorf("save plan: %w", err))
+				_, err = g.Stdout.Write(y)
+				return err
+			}
+			if out != "" {
+				var exists *lvm.PlanExistsError
+				if err := plan.Save(out, c.Bool("force")); errors.As(err, &exists) {
+					return cliutil.Problem(err)
+				} else if err != nil {
+					return cliutil.CannotRun(err)
 				}
 			}
 			return g.Output(plan, func(w io.Writer) error {
