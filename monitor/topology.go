@@ -20,6 +20,7 @@ import (
 
 	"github.com/tbhost/tbhost/integrity"
 	"github.com/tbhost/tbhost/internal/execx"
+	"github.com/tbhost/tbhost/internal/sysread"
 	"github.com/tbhost/tbhost/lvm"
 )
 
@@ -81,7 +82,7 @@ type FileReport struct{ Dir string }
 
 // LVs implements LVMReporter (names are ignored: the snapshot has what it has).
 func (f FileReport) LVs(_ context.Context, _ ...string) ([]lvm.LV, error) {
-	b, err := os.ReadFile(filepath.Join(f.Dir, "lvs.json"))
+	b, err := sysread.File(filepath.Join(f.Dir, "lvs.json"), sysread.ReportLimit)
 	if err != nil {
 		return nil, fmt.Errorf("read saved lvs report: %w", err)
 	}
@@ -94,7 +95,7 @@ func (f FileReport) LVs(_ context.Context, _ ...string) ([]lvm.LV, error) {
 
 // PVs implements LVMReporter; a missing pvs.json is no error (no PVs known).
 func (f FileReport) PVs(_ context.Context, _ ...string) ([]lvm.PV, error) {
-	b, err := os.ReadFile(filepath.Join(f.Dir, "pvs.json"))
+	b, err := sysread.File(filepath.Join(f.Dir, "pvs.json"), sysread.ReportLimit)
 	if os.IsNotExist(err) {
 		return nil, nil
 	}
@@ -459,7 +460,7 @@ func mdArrays(root string, sb *SysBlock) []Array {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		md, ok := readMD(root, n)
+		md, ok := sb.readMD(n)
 		if !ok {
 			continue
 		}

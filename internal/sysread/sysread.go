@@ -114,10 +114,10 @@ func OptionalAttr(path string) (string, error) {
 func ParseInt(path, s string, min, max int64) (int64, error) {
 	v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %q is no integer (fix the --root tree): %w", path, s, err)
+		return 0, fmt.Errorf("%s: %q is no integer: %w", path, s, err)
 	}
 	if v < min || v > max {
-		return 0, fmt.Errorf("%s: %d: %w [%d, %d] (fix the --root tree)", path, v, ErrOutOfRange, min, max)
+		return 0, fmt.Errorf("%s: %d: %w [%d, %d]", path, v, ErrOutOfRange, min, max)
 	}
 	return v, nil
 }
