@@ -35,6 +35,9 @@ var ErrNotRegular = errors.New("not a regular file")
 // ErrTooLarge marks a file longer than the limit its reader allows.
 var ErrTooLarge = errors.New("file too large")
 
+// ErrNotDir marks a path that must be a directory and is not.
+var ErrNotDir = errors.New("not a directory")
+
 // ErrOutOfRange marks a number outside the range its attribute can hold.
 var ErrOutOfRange = errors.New("value out of range")
 
@@ -135,14 +138,14 @@ func Dir(path string, limit int) ([]fs.DirEntry, error) {
 		return nil, fmt.Errorf("stat %s: %w", path, err)
 	}
 	if !fi.IsDir() {
-		return nil, fmt.Errorf("%s: not a directory (it is %s; fix the --root tree)", path, kind(fi.Mode()))
+		return nil, fmt.Errorf("%s: %w (it is %s; fix the --root tree)", path, ErrNotDir, kind(fi.Mode()))
 	}
 	es, err := f.ReadDir(limit + 1)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	if len(es) > limit {
-		return nil, fmt.Errorf("%s: more than %d entries (fix the --root tree)", path, limit)
+		return nil, fmt.Errorf("%s: %w: more than %d entries (fix the --root tree)", path, ErrTooLarge, limit)
 	}
 	sort.Slice(es, func(i, j int) bool { return es[i].Name() < es[j].Name() })
 	return es, nil
