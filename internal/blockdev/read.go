@@ -313,6 +313,13 @@ func readUdev(h *hostFS, majmin string) map[string]string {
 	if err != nil {
 		return out
 	}
+	return parseUdev(b)
+}
+
+// parseUdev parses a udev database file: "E:KEY=VALUE" properties, and
+// "S:link" symlinks as "S:link" = "1".
+func parseUdev(b []byte) map[string]string {
+	out := map[string]string{}
 	for _, line := range strings.Split(string(b), "\n") {
 		if kv, ok := strings.CutPrefix(line, "E:"); ok {
 			if k, v, ok := strings.Cut(kv, "="); ok {
@@ -334,7 +341,16 @@ func diskSerial(h *hostFS, base string, udev map[string]string) string {
 // vpdSerial reads the unit serial number from a SCSI VPD page 0x80.
 func vpdSerial(h *hostFS, p string) string {
 	b, err := h.readBytes(p)
-	if err != nil || len(b) < 4 || b[1] != 0x80 {
+	if err != nil {
+		return ""
+	}
+	return vpd80Serial(b)
+}
+
+// vpd80Serial is the serial of a VPD page 0x80 (4-byte header, length in
+// byte 3), "" when b is no such page.
+func vpd80Serial(b []byte) string {
+	if len(b) < 4 || b[1] != 0x80 {
 		return ""
 	}
 	n := int(b[3])
