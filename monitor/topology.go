@@ -4,8 +4,9 @@
 // missing member, an unhealthy or syncing array, integrity mismatches.
 //
 // The pieces: topology (array -> image -> disk, from /sys/block and LVM's
-// report), sampling (/proc/diskstats through prometheus/procfs, behind a
-// Source so tests replay sequences), rates with iostat's formulas, the
+// report), sampling (/proc/diskstats through internal/diskstats, bounded
+// and validated, behind a Source so tests replay sequences), rates with
+// iostat's formulas (also internal/diskstats), the
 // skew detector, and the outputs (check report, Prometheus exporter,
 // textfile, a watch table).
 package monitor

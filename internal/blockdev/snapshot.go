@@ -88,7 +88,7 @@ func copyHostPath(h *hostFS, dst, p string) error {
 		if err := os.MkdirAll(filepath.Join(dst, real), 0o755); err != nil {
 			return err
 		}
-		es, err := os.ReadDir(src)
+		es, err := sysread.Dir(src, sysread.DirLimit)
 		if err != nil {
 			return err
 		}
