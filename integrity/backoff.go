@@ -5,61 +5,24 @@ import (
 	"sort"
 	"time"
 
-	"path/filepath"
-
-	"github.com/prometheus/procfs/blockdevice"
+	"github.com/tbhost/tbhost/internal/diskstats"
 )
 
-// DiskCounters are the cumulative read counters of one disk in /proc/diskstats.
-type DiskCounters struct {
-	Reads       uint64 // reads completed
-	ReadTicksMs uint64 // milliseconds spent by all reads
-}
-
-// DiskStatsSource samples the read counters of block devices.
-type DiskStatsSource interface {
-	Sample() (map[string]DiskCounters, error)
-}
-
-// ProcDiskstats samples ROOT/proc/diskstats with prometheus/procfs, so a
-// fixture tree can stand in for /proc. (It does not go through the monitor
-// package: monitor folds integrity status into its health, so importing it
-// here would be a cycle.)
-type ProcDiskstats struct {
-	Root string // "/" for this host
-}
-
-// Sample implements DiskStatsSource.
-func (p ProcDiskstats) Sample() (map[string]DiskCounters, error) {
-	root := p.Root
-	if root == "" {
-		root = "/"
-	}
-	fs, err := blockdevice.NewFS(filepath.Join(root, "proc"), filepath.Join(root, "sys"))
-	if err != nil {
-		return nil, fmt.Errorf("diskstats: %w", err)
-	}
-	stats, err := fs.ProcDiskstats()
-	if err != nil {
-		return nil, fmt.Errorf("diskstats under %s: %w", root, err)
-	}
-	out := make(map[string]DiskCounters, len(stats))
-	for _, st := range stats {
-		out[st.DeviceName] = DiskCounters{Reads: st.ReadIOs, ReadTicksMs: st.ReadTicks}
-	}
-	return out, nil
-}
+// DiskStatsSource samples /proc/diskstats: internal/diskstats, the sampler
+// the monitor uses too (diskstats.ProcSource on a host or --root tree).
+type DiskStatsSource = diskstats.Source
 
 // BackoffRule is how the scrub yields to foreground reads, judged from the
-// member disks' r_await (iostat's formula: read ticks / reads over the
-// sampling interval). It is AIMD, like TCP:
+// member disks' r_await (iostat's formula, from internal/diskstats: read
+// ticks / reads over the sampling interval). It is AIMD, like TCP:
 //
 //   - if any member disk's r_await over the last interval exceeds MaxAwait,
 //     the rate is halved (never below MinRate): foreground reads are queueing
 //     behind the scrub;
 //   - if every member's r_await is below MaxAwait/2, the rate grows by an
 //     eighth of MaxRate (never above MaxRate): the disks have room again;
-//   - in between, or when no member completed a read, the rate is kept.
+//   - in between, or when no member completed a read (or its counters were
+//     reset, see diskstats.Diff), the rate is kept.
 //
 // The scrub's own reads count in r_await too; MaxAwait must sit above what
 // one large sequential read costs on an idle disk (about 25 ms for 4 MiB at
@@ -83,24 +46,24 @@ type BackoffDecision struct {
 }
 
 // Next is the pure backoff step: current rate, the member disks, and two
-// samples of their counters.
-func (r BackoffRule) Next(cur int64, disks []string, prev, now map[string]DiskCounters) BackoffDecision {
+// samples of /proc/diskstats (in time order).
+func (r BackoffRule) Next(cur int64, disks []string, prev, now diskstats.Sample) BackoffDecision {
 	d := BackoffDecision{Rate: cur}
 	worst := time.Duration(-1)
 	names := append([]string(nil), disks...)
 	sort.Strings(names)
+	secs := now.Time.Sub(prev.Time).Seconds()
 	for _, disk := range names {
-		p, ok1 := prev[disk]
-		n, ok2 := now[disk]
-		if !ok1 || !ok2 || n.ReadTicksMs < p.ReadTicksMs {
-			continue // the disk vanished, or its counters were reset
+		p, ok1 := prev.Devices[disk]
+		n, ok2 := now.Devices[disk]
+		if !ok1 || !ok2 {
+			continue // the disk vanished
 		}
-		// iostat's r_await: read ticks / reads over the interval
-		reads := n.Reads - p.Reads
-		if n.Reads < p.Reads || reads == 0 {
-			continue // no reads: no r_await
+		rates, ok := diskstats.Compute(p, n, secs)
+		if !ok || rates.Reads == 0 {
+			continue // counters reset, or no reads: no r_await
 		}
-		aw := time.Duration(float64(n.ReadTicksMs-p.ReadTicksMs) / float64(reads) * float64(time.Millisecond))
+		aw := time.Duration(rates.RAwaitMS * float64(time.Millisecond))
 		if aw > worst {
 			worst, d.WorstDisk = aw, disk
 		}

@@ -3,23 +3,35 @@ package integrity
 import (
 	"testing"
 	"time"
+
+	"github.com/prometheus/procfs/blockdevice"
+	"github.com/tbhost/tbhost/internal/diskstats"
 )
 
-func sampleFixture(t *testing.T, name string) map[string]DiskCounters {
+// sampleFixture reads testdata/diskstats/NAME/proc/diskstats; t1 is 5 s after t0.
+func sampleFixture(t *testing.T, name string) diskstats.Sample {
 	t.Helper()
-	s, err := ProcDiskstats{Root: "testdata/diskstats/" + name}.Sample()
+	s, err := diskstats.ReadFile("testdata/diskstats/" + name + "/proc/diskstats")
 	if err != nil {
 		t.Fatal(err)
 	}
+	if name == "t1" {
+		s.Time = s.Time.Add(5 * time.Second)
+	}
 	return s
+}
+
+// counters is a sample of sda alone, at second k.
+func counters(k int, reads, ticks uint64) diskstats.Sample {
+	return diskstats.Sample{Time: time.Unix(int64(k), 0), Devices: map[string]blockdevice.IOStats{"sda": {ReadIOs: reads, ReadTicks: ticks}}}
 }
 
 var hdds = []string{"sda", "sdb", "sdc", "sdd", "sde", "sdf"}
 
 func TestBackoffFromRealDiskstatsLayout(t *testing.T) {
 	t0, t1 := sampleFixture(t, "t0"), sampleFixture(t, "t1")
-	if t0["sdc"].Reads != 58692 || t0["sdc"].ReadTicksMs != 280957 {
-		t.Fatalf("parsed %+v", t0["sdc"])
+	if t0.Devices["sdc"].ReadIOs != 58692 || t0.Devices["sdc"].ReadTicks != 280957 {
+		t.Fatalf("parsed %+v", t0.Devices["sdc"])
 	}
 	rule := BackoffRule{MaxAwait: 60 * time.Millisecond, MinRate: 4 << 20, MaxRate: 100 << 20}
 	d := rule.Next(100<<20, hdds, t0, t1)
@@ -38,22 +50,24 @@ func TestBackoffFromRealDiskstatsLayout(t *testing.T) {
 
 func TestBackoffRuleEdges(t *testing.T) {
 	rule := BackoffRule{MaxAwait: 60 * time.Millisecond, MinRate: 8 << 20, MaxRate: 100 << 20}
-	s := func(reads, ticks uint64) map[string]DiskCounters {
-		return map[string]DiskCounters{"sda": {reads, ticks}}
-	}
+	s := func(reads, ticks uint64) diskstats.Sample { return counters(0, reads, ticks) }
+	n := func(reads, ticks uint64) diskstats.Sample { return counters(5, reads, ticks) }
 	cases := []struct {
 		name      string
 		cur       int64
-		prev, now map[string]DiskCounters
+		prev, now diskstats.Sample
 		want      int64
 	}{
-		{"floor at MinRate", 10 << 20, s(0, 0), s(10, 1000), 8 << 20},
-		{"in the band: keep", 40 << 20, s(0, 0), s(10, 400), 40 << 20},
-		{"no reads: keep", 40 << 20, s(5, 50), s(5, 50), 40 << 20},
-		{"counter reset: keep", 40 << 20, s(100, 5000), s(3, 10), 40 << 20},
-		{"disk missing: keep", 40 << 20, s(0, 0), map[string]DiskCounters{}, 40 << 20},
-		{"exactly MaxAwait: keep", 40 << 20, s(0, 0), s(10, 600), 40 << 20},
-		{"just above: halve", 40 << 20, s(0, 0), s(10, 610), 20 << 20},
+		{"floor at MinRate", 10 << 20, s(0, 0), n(10, 1000), 8 << 20},
+		{"in the band: keep", 40 << 20, s(0, 0), n(10, 400), 40 << 20},
+		{"no reads: keep", 40 << 20, s(5, 50), n(5, 50), 40 << 20},
+		{"counter reset: keep", 40 << 20, s(100, 5000), n(3, 10), 40 << 20},
+		{"disk missing: keep", 40 << 20, s(0, 0), diskstats.Sample{Time: time.Unix(5, 0)}, 40 << 20},
+		{"exactly MaxAwait: keep", 40 << 20, s(0, 0), n(10, 600), 40 << 20},
+		{"just above: halve", 40 << 20, s(0, 0), n(10, 610), 20 << 20},
+		// read ticks printed as 32 bits wrap: 4294966796 -> 500 is 1000 ms for 10 reads
+		{"32-bit tick wrap: 100 ms, halve", 40 << 20, s(0, 1<<32-500), n(10, 500), 20 << 20},
+		{"no interval: keep", 40 << 20, s(0, 0), counters(0, 10, 1000), 40 << 20},
 	}
 	for _, c := range cases {
 		if d := rule.Next(c.cur, []string{"sda"}, c.prev, c.now); d.Rate != c.want {

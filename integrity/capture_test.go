@@ -1,11 +1,12 @@
 package integrity
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/tbhost/tbhost/internal/diskstats"
 	"github.com/tbhost/tbhost/internal/fixturetree"
 )
 
@@ -52,18 +53,13 @@ func TestStatusRealCaptureMemberDropped(t *testing.T) {
 // The lab's /proc/diskstats 5 s apart under an O_DIRECT read of the LV.
 func TestBackoffOnRealCaptureUnderLoad(t *testing.T) {
 	dir := filepath.Join(capture(t, "raid5-integrity-stripes5"), "proc")
-	sample := func(n string) map[string]DiskCounters {
-		b, err := os.ReadFile(filepath.Join(dir, "diskstats."+n))
+	sample := func(n string) diskstats.Sample {
+		s, err := diskstats.ReadFile(filepath.Join(dir, "diskstats."+n))
 		if err != nil {
 			t.Fatalf("committed lab capture: %v", err)
 		}
-		root := t.TempDir()
-		os.MkdirAll(root+"/proc", 0o755)
-		os.MkdirAll(root+"/sys", 0o755)
-		os.WriteFile(root+"/proc/diskstats", b, 0o644)
-		s, err := ProcDiskstats{Root: root}.Sample()
-		if err != nil {
-			t.Fatal(err)
+		if n == "1" {
+			s.Time = s.Time.Add(5 * time.Second)
 		}
 		return s
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tbhost/tbhost/internal/diskstats"
 	"github.com/tbhost/tbhost/internal/execx"
 	"github.com/tbhost/tbhost/lvm"
 )
@@ -332,7 +333,12 @@ func ScrubLV(ctx context.Context, o LVScrubOptions) (LVScrubReport, error) {
 		}
 	}
 	if !o.NoBackoff && so.Rate > 0 && so.Stats == nil {
-		so.Stats = ProcDiskstats{Root: o.Root}
+		src, err := diskstats.NewProcSource(o.Root, so.Clock)
+		if err != nil {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("backoff disabled: %v", err))
+		} else {
+			so.Stats = src
+		}
 	}
 	res, scrubErr := Scrub(ctx, so)
 	rep.Result = res

@@ -393,13 +393,13 @@ func loadScrubState(o ScrubOptions, sizes map[string]int64, now time.Time) (*Scr
 // applies rule to the throttle, calling changed on every rate change.
 func runBackoff(ctx context.Context, rule BackoffRule, stats DiskStatsSource, th *Throttle, clock Clock,
 	every time.Duration, disks []string, changed func(BackoffDecision), note func(string)) {
-	prev, err := stats.Sample()
+	prev, err := stats.Sample(ctx)
 	if err != nil {
 		note(fmt.Sprintf("backoff disabled: %v", err))
 		return
 	}
 	for clock.Sleep(ctx, every) == nil {
-		now, err := stats.Sample()
+		now, err := stats.Sample(ctx)
 		if err != nil {
 			note(fmt.Sprintf("backoff: %v", err))
 			continue

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tbhost/tbhost/internal/diskstats"
 )
 
 // imageFiles writes regular files standing in for the rimage devices.
@@ -227,12 +229,12 @@ func TestScrubLocatesBadBlocksOnOneImage(t *testing.T) {
 }
 
 type scriptedStats struct {
-	samples []map[string]DiskCounters
+	samples []diskstats.Sample
 	i       int
 	done    func() // called when the script runs out
 }
 
-func (s *scriptedStats) Sample() (map[string]DiskCounters, error) {
+func (s *scriptedStats) Sample(context.Context) (diskstats.Sample, error) {
 	out := s.samples[s.i]
 	s.i++
 	if s.i == len(s.samples) {
@@ -246,8 +248,8 @@ func TestBackoffLoopDrivesTheThrottle(t *testing.T) {
 	clk := newFakeClock()
 	ctx, cancel := context.WithCancel(context.Background())
 	// sda: 30 ms, 200 ms, 200 ms (foreground reads queueing), then 10 ms twice
-	stats := &scriptedStats{done: cancel, samples: []map[string]DiskCounters{
-		{"sda": {0, 0}}, {"sda": {100, 3000}}, {"sda": {200, 23000}}, {"sda": {300, 43000}}, {"sda": {400, 44000}}, {"sda": {500, 45000}},
+	stats := &scriptedStats{done: cancel, samples: []diskstats.Sample{
+		counters(0, 0, 0), counters(5, 100, 3000), counters(10, 200, 23000), counters(15, 300, 43000), counters(20, 400, 44000), counters(25, 500, 45000),
 	}}
 	th := NewThrottle(64<<20, clk)
 	var got []BackoffDecision

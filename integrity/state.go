@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/tbhost/tbhost/internal/sysread"
 )
 
 // writeJSONAtomic writes v to path so that a reader (or a run killed midway)
@@ -54,7 +56,7 @@ func writeJSONAtomic(path string, v any) error {
 
 // readJSON reads path into v; a missing file reports found=false, no error.
 func readJSON(path string, v any) (found bool, err error) {
-	data, err := os.ReadFile(path)
+	data, err := sysread.File(path, sysread.ReportLimit)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}

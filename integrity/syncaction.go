@@ -60,7 +60,7 @@ func SyncCheck(ctx context.Context, o SyncCheckOptions) (rep SyncCheckReport, er
 	}
 	name := o.VG + "/" + o.LV
 	rep = SyncCheckReport{LV: name}
-	if err := lvm.CheckLVName(o.VG, o.LV); err != nil {
+	if err := lvm.CheckVGLVNames(o.VG, o.LV); err != nil {
 		return rep, err
 	}
 	s := &syncCheck{o: o, name: name, rep: &rep, client: lvm.Client{Runner: o.Runner}}

@@ -10,18 +10,14 @@ import (
 // The lvm commands that integrity's --syncaction runs, built here so that
 // every lvm command line tbhost runs comes from package lvm.
 
-// CheckLVName refuses a VG or LV name lvm would not create, or would read
-// as an option or a path: lvm allows a-z A-Z 0-9 + _ . - and no leading -.
-func CheckLVName(vg, lv string) error {
-	for _, n := range []struct{ what, name string }{{"VG", vg}, {"LV", lv}} {
-		if n.name == "" || n.name == "." || n.name == ".." || strings.HasPrefix(n.name, "-") || len(n.name) > 127 {
-			return fmt.Errorf("%s name %q: want 1-127 of a-z A-Z 0-9 + _ . - (not starting with -)", n.what, n.name)
-		}
-		for _, c := range n.name {
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("+_.-", c)) {
-				return fmt.Errorf("%s name %q: character %q is not allowed (a-z A-Z 0-9 + _ . -)", n.what, n.name, c)
-			}
-		}
+// CheckVGLVNames refuses a VG or LV name lvm would not create, or would
+// read as an option or a path, with the plan validator's rules.
+func CheckVGLVNames(vg, lv string) error {
+	if why := CheckVGName(vg); why != "" {
+		return fmt.Errorf("VG name %q: %s", vg, why)
+	}
+	if why := CheckLVName(lv); why != "" {
+		return fmt.Errorf("LV name %q: %s", lv, why)
 	}
 	return nil
 }

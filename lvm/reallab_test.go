@@ -18,7 +18,7 @@ const realLab = "testdata/lab-apply-2.03.16"
 
 // fixtureTree unpacks a committed fixture tree of internal/blockdev (the
 // reference host: the archive this package embeds) and returns its root.
-func fixtureTree(t *testing.T, name string) string {
+func fixtureTree(t testing.TB, name string) string {
 	t.Helper()
 	if name == "reference-host" {
 		return fixturetree.Dir(t, filepath.Join("refhost", "reference-host.tar.gz"))

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/procfs/blockdevice"
+	"github.com/tbhost/tbhost/internal/diskstats"
 	"github.com/tbhost/tbhost/internal/execx"
 )
 
@@ -114,7 +115,7 @@ func newBenchHost(tb testing.TB) benchHost {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	prev, err := ParseDiskstats(b)
+	prev, err := diskstats.Parse(b)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func BenchmarkSample(b *testing.B) {
 		t1 := time.Now()
 		h.sample(b)
 		t2 := time.Now()
-		if _, err := ParseDiskstats(raw); err != nil {
+		if _, err := diskstats.Parse(raw); err != nil {
 			b.Fatal(err)
 		}
 		tFloor += t1.Sub(t0)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tbhost/tbhost/internal/diskstats"
 	"github.com/tbhost/tbhost/lvm"
 )
 
@@ -165,17 +166,25 @@ func evaluateArray(a Array, samples []Sample, th Thresholds) ArrayResult {
 		minDev[i], maxDev[i], readAlways0[i] = math.Inf(1), math.Inf(-1), true
 	}
 	var lowest float64 = math.Inf(1)
+	resets := 0
 	for k := 0; k+1 < len(samples); k++ {
 		secs := samples[k+1].Time.Sub(samples[k].Time).Seconds()
 		rates := make([]float64, len(ar.Members))
 		sum := 0.0
+		reset := false // a member's counters went back: no rates this interval
 		for _, i := range present {
 			d := ar.Members[i].Disk
-			rates[i] = ComputeRates(samples[k].Devices[d], samples[k+1].Devices[d], secs).ReadsPerS
+			r, ok := diskstats.Compute(samples[k].Devices[d], samples[k+1].Devices[d], secs)
+			reset = reset || !ok
+			rates[i] = r.ReadsPerS
 			sum += rates[i]
 		}
 		if len(present) == 0 {
 			break
+		}
+		if reset {
+			resets++
+			continue
 		}
 		mean := sum / float64(len(present))
 		lowest = math.Min(lowest, mean)
@@ -193,12 +202,10 @@ func evaluateArray(a Array, samples []Sample, th Thresholds) ArrayResult {
 		}
 	}
 	// the window as a whole: rates, shares, deviation
-	first, last := samples[0], samples[len(samples)-1]
-	secs := last.Time.Sub(first.Time).Seconds()
 	total := 0.0
 	for _, i := range present {
 		d := ar.Members[i].Disk
-		ar.Members[i].Rates = ComputeRates(first.Devices[d], last.Devices[d], secs)
+		ar.Members[i].Rates, _ = diskstats.Window(samples, d)
 		total += ar.Members[i].Rates.ReadsPerS
 	}
 	ar.ReadsPerS = total
@@ -217,6 +224,11 @@ func evaluateArray(a Array, samples []Sample, th Thresholds) ArrayResult {
 		ar.Note = "skew not judged: " + orDefault(a.SyncAction, "sync") + " in progress"
 	case len(present) < 2:
 		ar.Note = "skew not judged: fewer than two members present"
+	case ar.Judged == 0 && resets > 0:
+		ar.Note = fmt.Sprintf("skew not judged: a member's diskstats counters went backwards (device reset) in %d of %d intervals", resets, ar.Intervals)
+		if th.NoTraffic != OK {
+			ar.Problems = append(ar.Problems, Problem{th.NoTraffic, a.Name + ": " + ar.Note, lvm.CodeNoTraffic})
+		}
 	case ar.Judged == 0:
 		ar.Note = fmt.Sprintf("skew not judged: too little traffic (%.1f reads/s per disk, below --min-reads %g)", lowest, th.MinReads)
 		if th.NoTraffic != OK {

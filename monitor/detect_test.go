@@ -210,28 +210,28 @@ func TestFixtureTrees(t *testing.T) {
 	}
 }
 
-func TestReplayParserAgreesWithProcfs(t *testing.T) {
+func TestSamplerAgreesWithProcfs(t *testing.T) {
 	root := derived(t, "balanced")
-	ps, err := NewProcSource(root, noSleep{})
+	fs, err := blockdevice.NewFS(root+"/proc", root+"/sys")
 	if err != nil {
 		t.Fatal(err)
 	}
-	viaProcfs, err := ps.Sample(context.Background())
+	viaProcfs, err := fs.ProcDiskstats()
 	if err != nil {
 		t.Fatal(err)
 	}
 	src, _ := NewReplaySource(root, time.Unix(0, 0), time.Second)
 	src.Files = []string{root + "/proc/diskstats"}
-	viaReplay, err := src.Sample(context.Background())
+	ours, err := src.Sample(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(viaProcfs.Devices) != len(viaReplay.Devices) || len(viaProcfs.Devices) < 30 {
-		t.Fatalf("%d vs %d devices", len(viaProcfs.Devices), len(viaReplay.Devices))
+	if len(viaProcfs) != len(ours.Devices) || len(viaProcfs) < 30 {
+		t.Fatalf("%d vs %d devices", len(viaProcfs), len(ours.Devices))
 	}
-	for k, v := range viaProcfs.Devices {
-		if viaReplay.Devices[k] != v {
-			t.Errorf("%s: procfs %+v replay %+v", k, v, viaReplay.Devices[k])
+	for _, d := range viaProcfs {
+		if ours.Devices[d.DeviceName] != d.IOStats {
+			t.Errorf("%s: procfs %+v ours %+v", d.DeviceName, d.IOStats, ours.Devices[d.DeviceName])
 		}
 	}
 }

@@ -30,10 +30,23 @@ func Handler(e *Exporter) http.Handler {
 	return mux
 }
 
+// Timeouts of the exporter's connections. A client has ReadHeaderTimeout
+// to send a request's headers; a keep-alive connection with no request for
+// IdleTimeout is closed (Prometheus scrapes every 15 s to 1 min and
+// reconnects at no cost, while idle connections held for ever pile up).
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultIdleTimeout       = 2 * time.Minute
+)
+
 // Server is the exporter's HTTP server, listening already.
 type Server struct {
 	ln  net.Listener
 	exp *Exporter
+	// ReadHeaderTimeout and IdleTimeout, set by NewServer to the defaults
+	// above; change them before Serve (tests use short ones).
+	ReadHeaderTimeout time.Duration
+	IdleTimeout       time.Duration
 }
 
 // NewServer listens on addr (host:port; port 0 picks one).
@@ -42,7 +55,7 @@ func NewServer(addr string, e *Exporter) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w (is another exporter running? pick another --listen)", addr, err)
 	}
-	return &Server{ln: ln, exp: e}, nil
+	return &Server{ln: ln, exp: e, ReadHeaderTimeout: DefaultReadHeaderTimeout, IdleTimeout: DefaultIdleTimeout}, nil
 }
 
 // Addr is the address it listens on.
@@ -50,7 +63,8 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 
 // Serve samples in the background and serves until ctx is done.
 func (s *Server) Serve(ctx context.Context) error {
-	srv := &http.Server{Handler: Handler(s.exp), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: Handler(s.exp), ReadHeaderTimeout: orDuration(s.ReadHeaderTimeout, DefaultReadHeaderTimeout),
+		IdleTimeout: orDuration(s.IdleTimeout, DefaultIdleTimeout)}
 	done := make(chan error, 1)
 	go func() { done <- s.exp.Run(ctx) }()
 	go func() {
@@ -65,4 +79,11 @@ func (s *Server) Serve(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+func orDuration(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
 }

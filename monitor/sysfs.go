@@ -1,7 +1,9 @@
 package monitor
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -9,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/tbhost/tbhost/internal/blockdev"
+	"github.com/tbhost/tbhost/internal/sysread"
 )
 
 // BlockDev is what sysfs says about one block device (a disk, a partition,
@@ -27,37 +30,57 @@ type SysBlock struct {
 	Devs map[string]*BlockDev
 	// byDMName maps dm/name to the kernel name (vg--hdd-tables -> dm-24).
 	byDMName map[string]string
+	md       map[string]mdInfo // md arrays' md/ directories, by kernel name
+}
+
+// readMD returns what was read of name's md/ directory (ok false: none).
+func (sb *SysBlock) readMD(name string) (mdInfo, bool) {
+	m, ok := sb.md[name]
+	return m, ok
 }
 
 // ReadSysBlock reads root/sys/block: every device's dm/name, dm/uuid and
-// slaves, and the partitions of every disk (so a PV on sda1 resolves to sda).
+// slaves, the partitions of every disk (so a PV on sda1 resolves to sda),
+// and the md/ attributes of md arrays. Every read is bounded
+// (internal/sysread): a FIFO, a device or a huge file in place of an
+// attribute, or an md attribute out of range, is an error naming the file.
 func ReadSysBlock(root string) (*SysBlock, error) {
 	dir := filepath.Join(root, "sys", "block")
-	entries, err := os.ReadDir(dir)
+	entries, err := sysread.Dir(dir, sysread.DirLimit)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w (is --root right? a fixture tree needs sys/block)", dir, err)
 	}
-	sb := &SysBlock{Devs: map[string]*BlockDev{}, byDMName: map[string]string{}}
+	sb := &SysBlock{Devs: map[string]*BlockDev{}, byDMName: map[string]string{}, md: map[string]mdInfo{}}
 	for _, e := range entries {
 		name := e.Name()
 		d := &BlockDev{Name: name}
 		devDir := filepath.Join(dir, name)
-		d.DMName = readTrim(filepath.Join(devDir, "dm", "name"))
-		d.DMUUID = readTrim(filepath.Join(devDir, "dm", "uuid"))
-		if slaves, err := os.ReadDir(filepath.Join(devDir, "slaves")); err == nil {
-			for _, s := range slaves {
-				d.Slaves = append(d.Slaves, s.Name())
-			}
-			sort.Strings(d.Slaves)
+		if d.DMName, err = sysread.OptionalAttr(filepath.Join(devDir, "dm", "name")); err != nil {
+			return nil, err
+		}
+		if d.DMUUID, err = sysread.OptionalAttr(filepath.Join(devDir, "dm", "uuid")); err != nil {
+			return nil, err
+		}
+		slaves, err := optionalDir(filepath.Join(devDir, "slaves"))
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range slaves {
+			d.Slaves = append(d.Slaves, s.Name())
 		}
 		sb.Devs[name] = d
 		if d.DMName != "" {
 			sb.byDMName[d.DMName] = name
 		}
+		if md, ok, err := readMD(root, name); err != nil {
+			return nil, err
+		} else if ok {
+			sb.md[name] = md
+		}
 		// partitions are subdirectories holding a "partition" file
-		subs, err := os.ReadDir(devDir)
+		subs, err := optionalDir(devDir)
 		if err != nil {
-			continue
+			return nil, err
 		}
 		for _, s := range subs {
 			if !strings.HasPrefix(s.Name(), name) {
@@ -69,6 +92,16 @@ func ReadSysBlock(root string) (*SysBlock, error) {
 		}
 	}
 	return sb, nil
+}
+
+// optionalDir lists a sysfs directory, bounded; a missing one (or a file:
+// sys/block/X may be a plain file in a hand-made tree) is empty.
+func optionalDir(path string) ([]fs.DirEntry, error) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && fi.Mode().IsRegular() {
+		return nil, nil
+	}
+	return sysread.Dir(path, sysread.DirLimit)
 }
 
 // ByDMName returns the kernel name of the dm device called name.
@@ -158,43 +191,126 @@ type mdInfo struct {
 	Members      map[string]string // kernel name -> state (in_sync, faulty, spare, ...)
 }
 
-func readMD(root, name string) (mdInfo, bool) {
+// Ranges of md attributes: the kernel's md supports at most 1920 devices
+// in an array (v1.x superblock); mismatch_cnt counts sectors.
+const (
+	maxMDDisks   = 1920
+	maxMismatch  = 1 << 62
+	maxMDMembers = maxMDDisks * 2 // members plus spares and replacements
+)
+
+// mdAttrs are the md/ attribute files readMD reads.
+var mdAttrs = []string{"level", "raid_disks", "degraded", "array_state", "sync_action", "sync_completed", "mismatch_cnt"}
+
+// readMD reads root/sys/block/NAME/md: ok is false when there is none.
+func readMD(root, name string) (mdInfo, bool, error) {
 	dir := filepath.Join(root, "sys", "block", name, "md")
-	if _, err := os.Stat(dir); err != nil {
-		return mdInfo{}, false
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return mdInfo{}, false, nil
 	}
-	m := mdInfo{
-		Level:        readTrim(filepath.Join(dir, "level")),
-		RaidDisks:    atoiOr(readTrim(filepath.Join(dir, "raid_disks")), -1),
-		Degraded:     atoiOr(readTrim(filepath.Join(dir, "degraded")), 0),
-		ArrayState:   readTrim(filepath.Join(dir, "array_state")),
-		SyncAction:   readTrim(filepath.Join(dir, "sync_action")),
-		SyncProgress: -1,
-		MismatchCnt:  int64(atoiOr(readTrim(filepath.Join(dir, "mismatch_cnt")), 0)),
-		Members:      map[string]string{},
-	}
-	if sc := readTrim(filepath.Join(dir, "sync_completed")); sc != "" && sc != "none" {
-		var done, total float64
-		if _, err := fmt.Sscanf(sc, "%g / %g", &done, &total); err == nil && total > 0 {
-			m.SyncProgress = done / total
+	attrs := map[string]string{}
+	for _, a := range mdAttrs {
+		v, err := sysread.OptionalAttr(filepath.Join(dir, a))
+		if err != nil {
+			return mdInfo{}, false, err
+		}
+		if v != "" {
+			attrs[a] = v
 		}
 	}
-	entries, _ := os.ReadDir(dir)
+	entries, err := sysread.Dir(dir, maxMDMembers+len(mdAttrs)+64)
+	if err != nil {
+		return mdInfo{}, false, err
+	}
+	members := map[string]string{}
 	for _, e := range entries {
 		if !strings.HasPrefix(e.Name(), "dev-") {
 			continue
 		}
-		m.Members[strings.TrimPrefix(e.Name(), "dev-")] = readTrim(filepath.Join(dir, e.Name(), "state"))
+		st, err := sysread.OptionalAttr(filepath.Join(dir, e.Name(), "state"))
+		if err != nil {
+			return mdInfo{}, false, err
+		}
+		members[strings.TrimPrefix(e.Name(), "dev-")] = st
 	}
-	return m, true
+	m, err := parseMD(dir, attrs, members)
+	if err != nil {
+		return mdInfo{}, false, err
+	}
+	return m, true, nil
 }
 
-func readTrim(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
+// parseMD validates the md/ attributes (name -> trimmed content, absent
+// when the file is missing) and member states read from dir: numbers must
+// be in range (degraded <= raid_disks <= 1920, sync_completed "done /
+// total" with done <= total), errors name the file.
+func parseMD(dir string, attrs, members map[string]string) (mdInfo, error) {
+	m := mdInfo{
+		Level:        attrs["level"],
+		RaidDisks:    -1,
+		ArrayState:   attrs["array_state"],
+		SyncAction:   attrs["sync_action"],
+		SyncProgress: -1,
+		Members:      members,
 	}
-	return strings.TrimSpace(string(b))
+	if m.Members == nil {
+		m.Members = map[string]string{}
+	}
+	if len(m.Members) > maxMDMembers {
+		return m, fmt.Errorf("%s: %d dev-* members, at most %d (fix the --root tree)", dir, len(m.Members), maxMDMembers)
+	}
+	num := func(name string, min, max int64) (int64, bool, error) {
+		s, ok := attrs[name]
+		if !ok {
+			return 0, false, nil
+		}
+		v, err := sysread.ParseInt(filepath.Join(dir, name), s, min, max)
+		if err != nil {
+			return 0, false, fmt.Errorf("%w (fix the --root tree)", err)
+		}
+		return v, true, nil
+	}
+	if v, ok, err := num("raid_disks", 0, maxMDDisks); err != nil {
+		return m, err
+	} else if ok {
+		m.RaidDisks = int(v)
+	}
+	maxDegraded := int64(maxMDDisks)
+	if m.RaidDisks >= 0 {
+		maxDegraded = int64(m.RaidDisks)
+	}
+	if v, _, err := num("degraded", 0, maxDegraded); err != nil {
+		return m, fmt.Errorf("%w; degraded counts missing devices, at most raid_disks", err)
+	} else {
+		m.Degraded = int(v)
+	}
+	if v, _, err := num("mismatch_cnt", 0, maxMismatch); err != nil {
+		return m, err
+	} else {
+		m.MismatchCnt = v
+	}
+	if sc, ok := attrs["sync_completed"]; ok && sc != "none" && sc != "delayed" {
+		p, err := syncProgress(sc)
+		if err != nil {
+			return m, fmt.Errorf("%s: %w (fix the --root tree)", filepath.Join(dir, "sync_completed"), err)
+		}
+		m.SyncProgress = p
+	}
+	return m, nil
+}
+
+// syncProgress parses md's sync_completed, "DONE / TOTAL" in sectors.
+func syncProgress(s string) (float64, error) {
+	a, b, ok := strings.Cut(s, "/")
+	if !ok {
+		return 0, fmt.Errorf("%q is not \"done / total\"", s)
+	}
+	done, err1 := strconv.ParseUint(strings.TrimSpace(a), 10, 64)
+	total, err2 := strconv.ParseUint(strings.TrimSpace(b), 10, 64)
+	if err1 != nil || err2 != nil || total == 0 || done > total {
+		return 0, fmt.Errorf("%q is not \"done / total\" with done <= total", s)
+	}
+	return float64(done) / float64(total), nil
 }
 
 func atoiOr(s string, def int) int {

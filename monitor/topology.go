@@ -4,8 +4,9 @@
 // missing member, an unhealthy or syncing array, integrity mismatches.
 //
 // The pieces: topology (array -> image -> disk, from /sys/block and LVM's
-// report), sampling (/proc/diskstats through prometheus/procfs, behind a
-// Source so tests replay sequences), rates with iostat's formulas, the
+// report), sampling (/proc/diskstats through internal/diskstats, bounded
+// and validated, behind a Source so tests replay sequences), rates with
+// iostat's formulas (also internal/diskstats), the
 // skew detector, and the outputs (check report, Prometheus exporter,
 // textfile, a watch table).
 package monitor
@@ -21,6 +22,7 @@ import (
 
 	"github.com/tbhost/tbhost/integrity"
 	"github.com/tbhost/tbhost/internal/execx"
+	"github.com/tbhost/tbhost/internal/sysread"
 	"github.com/tbhost/tbhost/lvm"
 )
 
@@ -82,7 +84,7 @@ type FileReport struct{ Dir string }
 
 // LVs implements LVMReporter (names are ignored: the snapshot has what it has).
 func (f FileReport) LVs(_ context.Context, _ ...string) ([]lvm.LV, error) {
-	b, err := os.ReadFile(filepath.Join(f.Dir, "lvs.json"))
+	b, err := sysread.File(filepath.Join(f.Dir, "lvs.json"), sysread.ReportLimit)
 	if err != nil {
 		return nil, fmt.Errorf("read saved lvs report: %w", err)
 	}
@@ -95,7 +97,7 @@ func (f FileReport) LVs(_ context.Context, _ ...string) ([]lvm.LV, error) {
 
 // PVs implements LVMReporter; a missing pvs.json is no error (no PVs known).
 func (f FileReport) PVs(_ context.Context, _ ...string) ([]lvm.PV, error) {
-	b, err := os.ReadFile(filepath.Join(f.Dir, "pvs.json"))
+	b, err := sysread.File(filepath.Join(f.Dir, "pvs.json"), sysread.ReportLimit)
 	if os.IsNotExist(err) {
 		return nil, nil
 	}
@@ -488,7 +490,7 @@ func mdArrays(root string, sb *SysBlock) []Array {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		md, ok := readMD(root, n)
+		md, ok := sb.readMD(n)
 		if !ok {
 			continue
 		}

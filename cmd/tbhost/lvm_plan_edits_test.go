@@ -16,7 +16,7 @@ import (
 func referencePlan(t *testing.T) lvm.Plan {
 	t.Helper()
 	f := filepath.Join(t.TempDir(), "plan.yaml")
-	if code, _, stderr := runTB(t, nil, "--root", refTree, "lvm", "plan", "-o", f); code != 0 {
+	if code, _, stderr := runTB(t, nil, "--root", referenceTree(t), "lvm", "plan", "-o", f); code != 0 {
 		t.Fatalf("plan: exit %d: %s", code, stderr)
 	}
 	b, err := os.ReadFile(f)
@@ -163,7 +163,7 @@ func TestLVMApplyRefusesEditedPlans(t *testing.T) {
 			c.edit(&p)
 			f := writeEdited(t, p)
 			fake := lvmfake.New()
-			code, out, stderr := runTB(t, fake, "--root", refTree, "lvm", "apply", "--dry-run", f)
+			code, out, stderr := runTB(t, fake, "--root", referenceTree(t), "lvm", "apply", "--dry-run", f)
 			if code != 1 {
 				t.Fatalf("exit %d, want 1\nstdout %s\nstderr %s", code, out, stderr)
 			}
@@ -187,7 +187,7 @@ func TestLVMApplyRefusesEditedPlans(t *testing.T) {
 func TestLVMApplyAcceptsTheUneditedPlan(t *testing.T) {
 	f := writeEdited(t, referencePlan(t))
 	fake := lvmfake.New()
-	code, out, stderr := runTB(t, fake, "--root", refTree, "lvm", "apply", "--dry-run", f)
+	code, out, stderr := runTB(t, fake, "--root", referenceTree(t), "lvm", "apply", "--dry-run", f)
 	if code != 0 || !strings.Contains(out, "would-run lvm pvcreate -- /dev/disk/by-id/wwn-0x5000c500a1b2c301") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
 	}
@@ -202,14 +202,14 @@ func TestLVMPlanOutputRefusesAnExistingFile(t *testing.T) {
 	if err := os.WriteFile(f, []byte("# reviewed\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, stderr := runTB(t, nil, "--root", refTree, "lvm", "plan", "-o", f)
+	code, _, stderr := runTB(t, nil, "--root", referenceTree(t), "lvm", "plan", "-o", f)
 	if code != 1 || !strings.Contains(stderr, "--force") {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	if b, _ := os.ReadFile(f); string(b) != "# reviewed\n" {
 		t.Fatalf("the existing plan was overwritten: %q", b)
 	}
-	if code, _, stderr := runTB(t, nil, "--root", refTree, "lvm", "plan", "-o", f, "--force"); code != 0 {
+	if code, _, stderr := runTB(t, nil, "--root", referenceTree(t), "lvm", "plan", "-o", f, "--force"); code != 0 {
 		t.Fatalf("--force: exit %d: %s", code, stderr)
 	}
 	if _, err := lvm.LoadPlan(f); err != nil {

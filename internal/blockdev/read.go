@@ -8,15 +8,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
-	"github.com/prometheus/procfs/blockdevice"
 	"github.com/shirou/gopsutil/v4/common"
 	"github.com/shirou/gopsutil/v4/disk"
 	"github.com/shirou/gopsutil/v4/mem"
+	"github.com/tbhost/tbhost/internal/sysread"
 )
 
 // SnapshotMeta is the file Snapshot writes next to the copied trees: what
@@ -70,16 +70,15 @@ func read(ctx context.Context, opts Options) (*Inventory, *hostFS, error) {
 	if !h.exists("/sys/block") {
 		return nil, h, fmt.Errorf("%s: no block devices to read (is --root a snapshot or fixture tree made by tbhost inventory --snapshot?)", h.path("/sys/block"))
 	}
-	bfs, err := blockdevice.NewFS(h.path("/proc"), h.path("/sys"))
-	if err != nil {
-		return nil, h, fmt.Errorf("open %s and %s: %w", h.path("/proc"), h.path("/sys"), err)
-	}
 	var meta snapshotMeta
 	if root != "/" {
-		if b, err := os.ReadFile(filepath.Join(root, SnapshotMeta)); err == nil {
+		p := filepath.Join(root, SnapshotMeta)
+		if b, err := sysread.File(p, sysread.ReportLimit); err == nil {
 			if err := json.Unmarshal(b, &meta); err != nil {
-				return nil, h, fmt.Errorf("%s: %w", filepath.Join(root, SnapshotMeta), err)
+				return nil, h, fmt.Errorf("%s: %w", p, err)
 			}
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, h, err
 		}
 	}
 	inv := &Inventory{Root: root, Hostname: meta.Hostname}
@@ -105,7 +104,7 @@ func read(ctx context.Context, opts Options) (*Inventory, *hostFS, error) {
 		if skipDisk(n) {
 			continue
 		}
-		d, err := readDisk(ctx, h, bfs, n, dmNames, idLinks)
+		d, err := readDisk(ctx, h, n, dmNames, idLinks)
 		if err != nil {
 			return nil, h, err
 		}
@@ -157,6 +156,9 @@ func read(ctx context.Context, opts Options) (*Inventory, *hostFS, error) {
 	for _, d := range inv.Disks {
 		assignRole(d)
 	}
+	if err := h.failed(); err != nil { // a FIFO, /dev/zero, a huge file or a wild number in the tree
+		return nil, h, err
+	}
 	inv.Fingerprint = Fingerprint(inv)
 	return inv, h, nil
 }
@@ -198,22 +200,35 @@ func StableIDUnder(root, kernelName string) string {
 	return stableID(links, diskSerial(h, base, readUdev(h, h.readString(base+"/dev"))))
 }
 
-func readDisk(ctx context.Context, h *hostFS, bfs blockdevice.FS, name string, dmNames map[string]string, idLinks map[string][]string) (*Device, error) {
+// Ranges of the sysfs numbers Read takes: sizes are in 512-byte sectors
+// (at most 2^63 bytes), block sizes 512 B to 64 KiB, partition numbers as
+// the kernel's (at most 2^20 minors).
+const (
+	maxSectors      = 1<<63/512 - 1
+	minBlockSize    = 512
+	maxBlockSize    = 64 << 10
+	maxPartitionNum = 1 << 20
+)
+
+func readDisk(ctx context.Context, h *hostFS, name string, dmNames map[string]string, idLinks map[string][]string) (*Device, error) {
 	base := "/sys/block/" + name
 	d := &Device{Name: name, Path: "/dev/" + name, Kind: "disk"}
 	d.MajMin = h.readString(base + "/dev")
-	size, err := bfs.SysBlockDeviceSize(name)
+	sizeText, err := sysread.Attr(h.path(base + "/size"))
 	if err != nil {
 		return nil, fmt.Errorf("%s: size: %w", h.path(base+"/size"), err)
 	}
 	h.note(base + "/size")
-	d.Size = int64(size)
-	if rot, err := bfs.SysBlockDeviceRotational(name); err == nil {
-		h.note(base + "/queue/rotational")
+	sectors, err := sysread.ParseInt(h.path(base+"/size"), sizeText, 0, maxSectors)
+	if err != nil {
+		return nil, fmt.Errorf("size: %w (fix the --root tree)", err)
+	}
+	d.Size = sectors * 512
+	if rot := h.readUint(base+"/queue/rotational", -1, 0, 1); rot >= 0 {
 		d.Rotational = rot == 1
 	}
-	d.LogicalBlockSize = readInt(h, base+"/queue/logical_block_size", 512)
-	d.PhysicalBlockSize = readInt(h, base+"/queue/physical_block_size", d.LogicalBlockSize)
+	d.LogicalBlockSize = h.readUint(base+"/queue/logical_block_size", 512, minBlockSize, maxBlockSize)
+	d.PhysicalBlockSize = h.readUint(base+"/queue/physical_block_size", d.LogicalBlockSize, minBlockSize, maxBlockSize)
 	d.Scheduler = currentScheduler(h.readString(base + "/queue/scheduler"))
 	d.ReadOnly = h.readString(base+"/ro") == "1"
 	d.Removable = h.readString(base+"/removable") == "1"
@@ -232,9 +247,8 @@ func readDisk(ctx context.Context, h *hostFS, bfs blockdevice.FS, name string, d
 	d.IDLinks = idLinks[name]
 	d.StableID = stableID(d.IDLinks, d.Serial)
 	d.Holders = readHolders(h, base+"/holders", dmNames)
-	if sl, err := bfs.SysBlockDeviceUnderlyingDevices(name); err == nil {
-		h.note(base + "/slaves/")
-		d.Slaves = sl.DeviceNames
+	if sl := h.readDir(base + "/slaves"); sl != nil {
+		d.Slaves = sl
 	}
 	d.udev = udev
 
@@ -246,10 +260,10 @@ func readDisk(ctx context.Context, h *hostFS, bfs blockdevice.FS, name string, d
 		p := &Device{Name: e, Path: "/dev/" + e, Kind: "part", Parent: name,
 			Rotational: d.Rotational, LogicalBlockSize: d.LogicalBlockSize, PhysicalBlockSize: d.PhysicalBlockSize,
 			Transport: d.Transport, Scheduler: d.Scheduler, Model: d.Model, Serial: d.Serial, WWN: d.WWN}
-		p.Partition = int(readInt(h, pb+"/partition", 0))
+		p.Partition = int(h.readUint(pb+"/partition", 0, 0, maxPartitionNum))
 		p.MajMin = h.readString(pb + "/dev")
-		p.Size = readInt(h, pb+"/size", 0) * 512
-		p.Start = readInt(h, pb+"/start", 0) * 512
+		p.Size = h.readUint(pb+"/size", 0, 0, maxSectors) * 512
+		p.Start = h.readUint(pb+"/start", 0, 0, maxSectors) * 512
 		p.ReadOnly = h.readString(pb+"/ro") == "1"
 		p.IDLinks = idLinks[e]
 		p.StableID = stableID(p.IDLinks, d.Serial)
@@ -260,14 +274,6 @@ func readDisk(ctx context.Context, h *hostFS, bfs blockdevice.FS, name string, d
 	sortDevices(d.Partitions)
 	_ = ctx
 	return d, nil
-}
-
-func readInt(h *hostFS, p string, def int64) int64 {
-	v, err := strconv.ParseInt(h.readString(p), 10, 64)
-	if err != nil {
-		return def
-	}
-	return v
 }
 
 func currentScheduler(s string) string {
@@ -307,6 +313,13 @@ func readUdev(h *hostFS, majmin string) map[string]string {
 	if err != nil {
 		return out
 	}
+	return parseUdev(b)
+}
+
+// parseUdev parses a udev database file: "E:KEY=VALUE" properties, and
+// "S:link" symlinks as "S:link" = "1".
+func parseUdev(b []byte) map[string]string {
+	out := map[string]string{}
 	for _, line := range strings.Split(string(b), "\n") {
 		if kv, ok := strings.CutPrefix(line, "E:"); ok {
 			if k, v, ok := strings.Cut(kv, "="); ok {
@@ -328,7 +341,16 @@ func diskSerial(h *hostFS, base string, udev map[string]string) string {
 // vpdSerial reads the unit serial number from a SCSI VPD page 0x80.
 func vpdSerial(h *hostFS, p string) string {
 	b, err := h.readBytes(p)
-	if err != nil || len(b) < 4 || b[1] != 0x80 {
+	if err != nil {
+		return ""
+	}
+	return vpd80Serial(b)
+}
+
+// vpd80Serial is the serial of a VPD page 0x80 (4-byte header, length in
+// byte 3), "" when b is no such page.
+func vpd80Serial(b []byte) string {
+	if len(b) < 4 || b[1] != 0x80 {
 		return ""
 	}
 	n := int(b[3])
@@ -520,6 +542,13 @@ func readUsage(ctx context.Context, h *hostFS, inv *Inventory, dmNames map[strin
 		return kernel
 	}
 	var errs []error
+	// gopsutil reads these whole: refuse a FIFO, a device or a huge file first
+	for _, p := range []string{"/proc/mountinfo", "/proc/mounts", "/proc/1/mountinfo", "/proc/1/mounts", "/proc/self/mountinfo", "/proc/self/mounts", "/proc/swaps"} {
+		if _, err := sysread.File(h.path(p), sysread.ReportLimit); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			h.refused(err)
+			return fmt.Errorf("mounts and swap unknown: %w", err)
+		}
+	}
 	penv := common.EnvMap{common.HostProcEnvKey: h.path("/proc"), common.HostSysEnvKey: h.path("/sys"),
 		common.HostDevEnvKey: h.path("/dev"), common.HostProcMountinfo: h.path("/proc/mountinfo")}
 	pctx := context.WithValue(ctx, common.EnvKey, penv)

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/tbhost/tbhost/internal/sysread"
 )
 
 // Snapshot takes the inventory and copies every file it read into dir, in
@@ -64,7 +66,7 @@ func copyHostPath(h *hostFS, dst, p string) error {
 	isDir := strings.HasSuffix(p, "/")
 	p = strings.TrimSuffix(p, "/")
 	if strings.HasPrefix(p, "/proc/") {
-		b, err := os.ReadFile(h.path(p))
+		b, err := sysread.File(h.path(p), sysread.ReportLimit)
 		if err != nil {
 			return err
 		}
@@ -86,7 +88,7 @@ func copyHostPath(h *hostFS, dst, p string) error {
 		if err := os.MkdirAll(filepath.Join(dst, real), 0o755); err != nil {
 			return err
 		}
-		es, err := os.ReadDir(src)
+		es, err := sysread.Dir(src, sysread.DirLimit)
 		if err != nil {
 			return err
 		}
@@ -108,7 +110,7 @@ func copyHostPath(h *hostFS, dst, p string) error {
 		}
 		return nil
 	default:
-		b, err := os.ReadFile(src)
+		b, err := sysread.File(src, sysread.ReportLimit)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,107 @@
+package blockdev_test
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tbhost/tbhost/internal/blockdev"
+)
+
+// copyTree copies a fixture tree, keeping its symlinks.
+func copyTree(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		to := filepath.Join(dst, rel)
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			l, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(l, to)
+		case d.IsDir():
+			return os.MkdirAll(to, 0o755)
+		default:
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(to, b, 0o644)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// Issue 12 defect 6 for the inventory: sysfs and /proc files under --root
+// are read bounded; a device, FIFO, huge file or wild number in place of
+// one is an error naming it, at once (before: an unbounded read or a hang).
+func TestReadRefusesBadAttributes(t *testing.T) {
+	replace := func(t *testing.T, p string, make func(string) error) {
+		t.Helper()
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := make(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	devZero := func(p string) error { return os.Symlink("/dev/zero", p) }
+	fifo := func(p string) error { return syscall.Mkfifo(p, 0o644) }
+	text := func(s string) func(string) error {
+		return func(p string) error { return os.WriteFile(p, []byte(s), 0o644) }
+	}
+	huge := func(p string) error { // sparse
+		f, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return f.Truncate(1 << 40)
+	}
+	for _, c := range []struct {
+		name, file string
+		make       func(string) error
+	}{
+		{"size is /dev/zero", "sys/block/sda/size", devZero},
+		{"size out of range", "sys/block/sda/size", text("99999999999999999999\n")},
+		{"rotational is a FIFO", "sys/block/sda/queue/rotational", fifo},
+		{"rotational is 7", "sys/block/sda/queue/rotational", text("7\n")},
+		{"logical block size 1 MiB", "sys/block/sda/queue/logical_block_size", text("1048576\n")},
+		{"model is a huge file", "sys/block/sda/device/model", huge},
+		{"proc/mounts is /dev/zero", "proc/mounts", devZero},
+		{"proc/swaps is a FIFO", "proc/swaps", fifo},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := copyTree(t, filepath.Join("testdata", "reference-host"))
+			p := filepath.Join(root, c.file)
+			replace(t, p, c.make)
+			done := make(chan error, 1)
+			go func() {
+				_, err := blockdev.Read(context.Background(), blockdev.Options{Root: root})
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), p) {
+					t.Errorf("%v, want an error naming %s", err, p)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("Read blocked for 20 s")
+			}
+		})
+	}
+}
