@@ -14,25 +14,25 @@ import (
 
 // Usage is a filesystem as statfs reports it right after mkfs.
 type Usage struct {
-	FS          string `json:"fs"`
-	DeviceBytes int64  `json:"device_bytes"`
-	BlockSize   int64  `json:"block_size"`
+	FS          string `json:"fs" yaml:"fs"`
+	DeviceBytes int64  `json:"device_bytes" yaml:"device_bytes"`
+	BlockSize   int64  `json:"block_size" yaml:"block_size"`
 	// Size is statfs's f_blocks: the device less the filesystem's metadata.
-	Size     int64 `json:"size"`
-	Overhead int64 `json:"overhead"`
+	Size     int64 `json:"size" yaml:"size"`
+	Overhead int64 `json:"overhead" yaml:"overhead"`
 	// Used is what a new filesystem already uses (root directory,
 	// lost+found, journal index; for xfs the kernel's per-AG reservations).
-	Used int64 `json:"used"`
+	Used int64 `json:"used" yaml:"used"`
 	// Reserved is ext4's root reserve (-m).
-	Reserved int64 `json:"reserved"`
-	Inodes   int64 `json:"inodes,omitempty"`
+	Reserved int64 `json:"reserved" yaml:"reserved"`
+	Inodes   int64 `json:"inodes,omitempty" yaml:"inodes,omitempty"`
 	// Available is what an ordinary user can write (f_bavail); root can
 	// write AvailableRoot.
-	Available     int64 `json:"available"`
-	AvailableRoot int64 `json:"available_root"`
+	Available     int64 `json:"available" yaml:"available"`
+	AvailableRoot int64 `json:"available_root" yaml:"available_root"`
 	// Exact is true when the model reproduces mkfs block for block.
-	Exact bool   `json:"exact"`
-	Model string `json:"model"`
+	Exact bool   `json:"exact" yaml:"exact"`
+	Model string `json:"model" yaml:"model"`
 }
 
 // Role is what tbhost puts on a filesystem.
@@ -45,9 +45,9 @@ const (
 
 // Choice is the filesystem tbhost makes for a role, with its reasons.
 type Choice struct {
-	FS   string      `json:"fs"`
-	Ext4 Ext4Options `json:"ext4,omitempty"`
-	Why  string      `json:"why"`
+	FS   string      `json:"fs" yaml:"fs"`
+	Ext4 Ext4Options `json:"ext4,omitempty" yaml:"ext4,omitempty"`
+	Why  string      `json:"why" yaml:"why"`
 }
 
 // Choose is the mkfs configuration tbhost uses for role on fs (ext4 or xfs).

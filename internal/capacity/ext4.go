@@ -11,10 +11,10 @@ import (
 // (mke2fs picks "small" below 512 MiB, "big" and "huge" above 4 and 16 TiB,
 // each with its own inode ratio and block size).
 type Ext4Options struct {
-	BlockSize       int64   `json:"block_size"`       // -b
-	InodeSize       int64   `json:"inode_size"`       // -I
-	InodeRatio      int64   `json:"inode_ratio"`      // -i: bytes per inode
-	ReservedPercent float64 `json:"reserved_percent"` // -m: blocks only root may use
+	BlockSize       int64   `json:"block_size" yaml:"block_size"`             // -b
+	InodeSize       int64   `json:"inode_size" yaml:"inode_size"`             // -I
+	InodeRatio      int64   `json:"inode_ratio" yaml:"inode_ratio"`           // -i: bytes per inode
+	ReservedPercent float64 `json:"reserved_percent" yaml:"reserved_percent"` // -m: blocks only root may use
 }
 
 // Args are the options as mkfs.ext4 arguments.

@@ -8,9 +8,9 @@ import (
 
 // PieceSet is the part of the standard Syzygy set with one piece count.
 type PieceSet struct {
-	Pieces int   `json:"pieces"`
-	Files  int   `json:"files"`
-	Bytes  int64 `json:"bytes"`
+	Pieces int   `json:"pieces" yaml:"pieces"`
+	Files  int   `json:"files" yaml:"files"`
+	Bytes  int64 `json:"bytes" yaml:"bytes"`
 }
 
 // Published figures of the standard 3-7 piece Syzygy set (WDL + DTZ).
@@ -34,10 +34,10 @@ const FullSetPrefixBytes int64 = 413_834_902_592
 
 // TableSet is a set of tables to fit.
 type TableSet struct {
-	Name        string `json:"name"` // e.g. 3-7
-	Files       int    `json:"files"`
-	Bytes       int64  `json:"bytes"`
-	PrefixBytes int64  `json:"prefix_bytes"`
+	Name        string `json:"name" yaml:"name"` // e.g. 3-7
+	Files       int    `json:"files" yaml:"files"`
+	Bytes       int64  `json:"bytes" yaml:"bytes"`
+	PrefixBytes int64  `json:"prefix_bytes" yaml:"prefix_bytes"`
 }
 
 // FullSet is the standard 3-4-5-6-7 piece set.
@@ -64,12 +64,12 @@ func Need(files int, bytes, blockSize int64) int64 {
 
 // Fit is whether a set fits a filesystem.
 type Fit struct {
-	What      string `json:"what"` // "tables 3-7" or "prefix store 3-7"
-	Need      int64  `json:"need"`
-	Available int64  `json:"available"`
-	Headroom  int64  `json:"headroom"` // Available - Need; negative: does not fit
-	Fits      bool   `json:"fits"`
-	Message   string `json:"message"`
+	What      string `json:"what" yaml:"what"` // "tables 3-7" or "prefix store 3-7"
+	Need      int64  `json:"need" yaml:"need"`
+	Available int64  `json:"available" yaml:"available"`
+	Headroom  int64  `json:"headroom" yaml:"headroom"` // Available - Need; negative: does not fit
+	Fits      bool   `json:"fits" yaml:"fits"`
+	Message   string `json:"message" yaml:"message"`
 }
 
 // Check compares what a set needs with what the filesystem offers.

@@ -9,8 +9,8 @@ type XFSOptions struct {
 	// StripeUnit and StripeWidth (bytes; 0 without striping) are what
 	// mkfs.xfs finds on a RAID LV (raid0/raid5: the stripe size, and the data
 	// stripes times it). They align the data size and the log.
-	StripeUnit  int64 `json:"stripe_unit,omitempty"`
-	StripeWidth int64 `json:"stripe_width,omitempty"`
+	StripeUnit  int64 `json:"stripe_unit,omitempty" yaml:"stripe_unit,omitempty"`
+	StripeWidth int64 `json:"stripe_width,omitempty" yaml:"stripe_width,omitempty"`
 }
 
 const (

@@ -18,22 +18,22 @@ import (
 type Rates struct {
 	// HDD is one HDD's sequential rate averaged over its whole surface (the
 	// RAID sync and a rebuild stream every disk end to end).
-	HDD int64 `json:"hdd"`
+	HDD int64 `json:"hdd" yaml:"hdd"`
 	// Integrity is the rate at which dm-integrity initialises (or
 	// re-initialises) one image: it reads the data and writes the checksums.
-	Integrity int64 `json:"integrity"`
+	Integrity int64 `json:"integrity" yaml:"integrity"`
 	// ArrayWrite is what the raid5 + integrity LV takes when tables are
 	// copied onto it.
-	ArrayWrite int64 `json:"array_write"`
+	ArrayWrite int64 `json:"array_write" yaml:"array_write"`
 	// PrefixRead is the rate at which the prefixes are read from the tables
 	// array (the first 2 % of every file: sequential within a file, a seek
 	// between files).
-	PrefixRead int64 `json:"prefix_read"`
+	PrefixRead int64 `json:"prefix_read" yaml:"prefix_read"`
 	// Network is the copy rate from the old host.
-	Network int64 `json:"network"`
+	Network int64 `json:"network" yaml:"network"`
 	// Scrub is integrity scrub's total read cap, ScrubBudget the nightly slice.
-	Scrub       int64         `json:"scrub"`
-	ScrubBudget time.Duration `json:"-"`
+	Scrub       int64         `json:"scrub" yaml:"scrub"`
+	ScrubBudget time.Duration `json:"-" yaml:"-"`
 }
 
 // The defaults, each with where it comes from.
@@ -86,23 +86,23 @@ type Host struct {
 
 // Step is one forecast.
 type Step struct {
-	Name    string  `json:"name"`
-	What    string  `json:"what"`
-	Bytes   int64   `json:"bytes"`
-	Rate    int64   `json:"rate"`
-	Seconds float64 `json:"seconds"`
-	Human   string  `json:"human"`
+	Name    string  `json:"name" yaml:"name"`
+	What    string  `json:"what" yaml:"what"`
+	Bytes   int64   `json:"bytes" yaml:"bytes"`
+	Rate    int64   `json:"rate" yaml:"rate"`
+	Seconds float64 `json:"seconds" yaml:"seconds"`
+	Human   string  `json:"human" yaml:"human"`
 	// Nights is set for the scrub: slices needed for one full pass.
-	Nights int `json:"nights,omitempty"`
+	Nights int `json:"nights,omitempty" yaml:"nights,omitempty"`
 	// Warning says when the step does not meet its target.
-	Warning string `json:"warning,omitempty"`
+	Warning string `json:"warning,omitempty" yaml:"warning,omitempty"`
 }
 
 // Timeline is the forecast of every long step.
 type Timeline struct {
-	Rates              Rates   `json:"rates"`
-	ScrubBudgetSeconds float64 `json:"scrub_budget_seconds"`
-	Steps              []Step  `json:"steps"`
+	Rates              Rates   `json:"rates" yaml:"rates"`
+	ScrubBudgetSeconds float64 `json:"scrub_budget_seconds" yaml:"scrub_budget_seconds"`
+	Steps              []Step  `json:"steps" yaml:"steps"`
 }
 
 // Forecast computes the timeline of h at rates r.
