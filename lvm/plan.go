@@ -607,11 +607,13 @@ func BuildCommands(p *Plan) []Command {
 		lc = append(lc, "--extents", strconv.FormatInt(a.Extents, 10), "--name", a.LV, a.VG)
 		cmds = append(cmds, append(Command(lc), paths...))
 		if fs := a.Filesystem; fs != nil {
+			// the options of internal/capacity: what the plan's CAPACITY counted
+			opts, _ := capacity.MkfsArgs(capacity.Role(a.Role), fs.Type)
 			switch fs.Type {
 			case "ext4":
-				cmds = append(cmds, []string{"mkfs.ext4", "-U", fs.UUID, "-L", a.LV, a.DevPath()})
+				cmds = append(cmds, append(append([]string{"mkfs.ext4"}, opts...), "-U", fs.UUID, "-L", a.LV, a.DevPath()))
 			case "xfs":
-				cmds = append(cmds, []string{"mkfs.xfs", "-m", "uuid=" + fs.UUID, "-L", a.LV, a.DevPath()})
+				cmds = append(cmds, append(append([]string{"mkfs.xfs"}, opts...), "-m", "uuid="+fs.UUID, "-L", a.LV, a.DevPath()))
 			}
 		}
 	}
