@@ -333,7 +333,7 @@ func TestApplyMakesTheFilesystemOnceAndNeverReformats(t *testing.T) {
 	}
 	w := lvmfake.Writes(l.lvm.Calls)
 	mkfs := strings.Join(w[8], " ")
-	if mkfs != "mkfs.ext4 -U 0b3c2f1e-1111-4222-8333-444455556666 -L tables /dev/vg-hdd/tables" {
+	if mkfs != "mkfs.ext4 -b 4096 -I 256 -i 4194304 -m 1 -U 0b3c2f1e-1111-4222-8333-444455556666 -L tables /dev/vg-hdd/tables" {
 		t.Fatalf("9th write %q", mkfs)
 	}
 	// again: the filesystem is there, nothing runs

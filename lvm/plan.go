@@ -3,6 +3,8 @@ package lvm
 import (
 	"crypto/rand"
 	"fmt"
+	"github.com/tbhost/tbhost/internal/capacity"
+	"github.com/tbhost/tbhost/internal/timeline"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,6 +37,8 @@ type Plan struct {
 	Notes      []string      `json:"notes,omitempty" yaml:"notes,omitempty"`
 	Warnings   []string      `json:"warnings,omitempty" yaml:"warnings,omitempty"`
 	Summary    *PlanCapacity `json:"capacity,omitempty" yaml:"capacity,omitempty"`
+	// Timeline forecasts the long steps (AddForecast); informational.
+	Timeline *timeline.Timeline `json:"timeline,omitempty" yaml:"timeline,omitempty"`
 }
 
 // PlanCapacity sums up the arrays.
@@ -42,6 +46,11 @@ type PlanCapacity struct {
 	RawHDD       int64 `json:"raw_hdd" yaml:"raw_hdd"`
 	TablesUsable int64 `json:"tables_usable" yaml:"tables_usable"`
 	PrefixUsable int64 `json:"prefix_usable" yaml:"prefix_usable"`
+	// Set, Filesystems and Fits come from AddForecast: the full 3-7 set,
+	// what the filesystems tbhost makes hold, and whether the set fits.
+	Set         *capacity.TableSet   `json:"set,omitempty" yaml:"set,omitempty"`
+	Filesystems []FilesystemCapacity `json:"filesystems,omitempty" yaml:"filesystems,omitempty"`
+	Fits        []capacity.Fit       `json:"fits,omitempty" yaml:"fits,omitempty"`
 }
 
 // PlanDevice is a device as seen at planning time. Apply finds it again by
@@ -707,11 +716,13 @@ func planSteps(p *Plan) []planStep {
 		lc = append(lc, "--extents", strconv.FormatInt(a.Extents, 10), "--name", a.LV, "--", a.VG)
 		steps = append(steps, planStep{argv: append(lc, paths...), kind: stepLVCreate, arr: a})
 		if fs := a.Filesystem; fs != nil {
+			// the options of internal/capacity: what the plan's CAPACITY counted
+			opts, _ := capacity.MkfsArgs(capacity.Role(a.Role), fs.Type)
 			switch fs.Type {
 			case "ext4":
-				steps = append(steps, planStep{argv: Command{"mkfs.ext4", "-U", fs.UUID, "-L", a.LV, a.DevPath()}, kind: stepMkfs, arr: a})
+				steps = append(steps, planStep{argv: append(append(Command{"mkfs.ext4"}, opts...), "-U", fs.UUID, "-L", a.LV, a.DevPath()), kind: stepMkfs, arr: a})
 			case "xfs":
-				steps = append(steps, planStep{argv: Command{"mkfs.xfs", "-m", "uuid=" + fs.UUID, "-L", a.LV, a.DevPath()}, kind: stepMkfs, arr: a})
+				steps = append(steps, planStep{argv: append(append(Command{"mkfs.xfs"}, opts...), "-m", "uuid="+fs.UUID, "-L", a.LV, a.DevPath()), kind: stepMkfs, arr: a})
 			}
 		}
 	}

@@ -136,6 +136,9 @@ func (p *Plan) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintln(w)
 	}
+	for _, l := range p.forecastText() {
+		fmt.Fprintln(w, l)
+	}
 	fmt.Fprintln(w, "\nCOMMANDS (apply runs exactly these, skipping steps already done)")
 	for _, c := range p.Commands {
 		fmt.Fprintf(w, "  %s\n", execx.Quote(c))

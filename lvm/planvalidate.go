@@ -175,8 +175,11 @@ func (p *Plan) validate() []string {
 		}
 	}
 	if p.Summary != nil && len(out) == 0 {
-		if want := summarize(p.Arrays); *want != *p.Summary {
-			bad("capacity", "%+v does not add up to the arrays (%+v)", *p.Summary, *want)
+		// the sums; the forecast fields (AddForecast) are informational
+		want, got := summarize(p.Arrays), p.Summary
+		if want.RawHDD != got.RawHDD || want.TablesUsable != got.TablesUsable || want.PrefixUsable != got.PrefixUsable {
+			bad("capacity", "raw_hdd %d, tables_usable %d, prefix_usable %d do not add up to the arrays (%d, %d, %d)",
+				got.RawHDD, got.TablesUsable, got.PrefixUsable, want.RawHDD, want.TablesUsable, want.PrefixUsable)
 		}
 	}
 	return out

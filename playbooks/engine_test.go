@@ -579,7 +579,7 @@ func TestDryRunPlanResolvesEverything(t *testing.T) {
 		"tbhost lvm plan --hdd /dev/sda --hdd /dev/sdb -o /var/lib/tbhost/provision-host/plan.yaml",
 		"skip if:  file exists /var/lib/tbhost/provision-host/plan.yaml",
 		`confirm:  Apply /var/lib/tbhost/provision-host/plan.yaml`,
-		"mkfs.ext4 -L tables -T largefile4 /dev/vg-hdd/tables",
+		"mkfs.ext4 -b 4096 -I 256 -i 4194304 -m 1 -L tables /dev/vg-hdd/tables",
 		"when:     {{.with_prefix}} -> SKIPPED",
 		"tbhost monitor check --for 30s",
 	} {

@@ -3,6 +3,7 @@ package playbooks
 import (
 	"errors"
 	"fmt"
+	"github.com/tbhost/tbhost/internal/capacity"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -230,6 +231,15 @@ func templateFuncs() template.FuncMap {
 				return optMarker + x
 			}
 			return optMarker + fmt.Sprint(v)
+		},
+		// mkfsopts ROLE FS: the mkfs options of internal/capacity, the ones
+		// lvm plan's CAPACITY counted (tables or prefix; ext4 or xfs).
+		"mkfsopts": func(role, fs string) (string, error) {
+			a, err := capacity.MkfsArgs(capacity.Role(role), fs)
+			if err != nil {
+				return "", err
+			}
+			return optMarker + strings.Join(a, optMarker), nil
 		},
 		"opt": func(flag string, v any) string {
 			var items []string

@@ -93,3 +93,97 @@ func TestInventoryOfATree(t *testing.T) {
 		t.Errorf("snapshot replay differs:\n%s\n%s", out, out2)
 	}
 }
+
+// lvm plan --example --json carries the capacity and timeline of the
+// reference host; the figures are derived in internal/capacity's and
+// internal/timeline's tests and pinned here as the user reads them.
+func TestLVMPlanExampleCapacityAndTimeline(t *testing.T) {
+	code, out, stderr := runTB(t, nil, "lvm", "plan", "--example", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var plan struct {
+		Capacity struct {
+			Set struct {
+				Files       int   `json:"files"`
+				Bytes       int64 `json:"bytes"`
+				PrefixBytes int64 `json:"prefix_bytes"`
+			} `json:"set"`
+			Filesystems []struct {
+				Array string   `json:"array"`
+				Mkfs  []string `json:"mkfs"`
+				Usage struct {
+					FS        string `json:"fs"`
+					Available int64  `json:"available"`
+				} `json:"usage"`
+			} `json:"filesystems"`
+			Fits []struct {
+				What     string `json:"what"`
+				Fits     bool   `json:"fits"`
+				Headroom int64  `json:"headroom"`
+			} `json:"fits"`
+		} `json:"capacity"`
+		Timeline struct {
+			Steps []struct {
+				Name    string  `json:"name"`
+				Seconds float64 `json:"seconds"`
+				Nights  int     `json:"nights"`
+			} `json:"steps"`
+		} `json:"timeline"`
+		Warnings []string `json:"warnings"`
+	}
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatalf("--json: %v\n%s", err, out)
+	}
+	c := plan.Capacity
+	if c.Set.Files != 3022 || c.Set.Bytes != 18_550_113_699_360 || c.Set.PrefixBytes != 413_834_902_592 {
+		t.Errorf("set: %+v", c.Set)
+	}
+	avail := map[string]int64{}
+	for _, fs := range c.Filesystems {
+		avail[fs.Array+" "+fs.Usage.FS] = fs.Usage.Available
+	}
+	// ext4 -m 0 -i 1048576 on 102,910 x 4 MiB: f_bavail 105,062,065 blocks
+	if got := avail["vg-nvme/prefix ext4"]; got != 105_062_065*4096 {
+		t.Errorf("prefix ext4 available %d, want %d", got, int64(105_062_065*4096))
+	}
+	// ext4 -m 1 -i 4194304 on 7,097,085 x 4 MiB: f_bavail 7,193,497,366 blocks
+	if got := avail["vg-hdd/tables ext4"]; got != 7_193_497_366*4096 {
+		t.Errorf("tables ext4 available %d, want %d", got, int64(7_193_497_366*4096))
+	}
+	if len(c.Fits) != 4 {
+		t.Errorf("%d fit checks, want 4 (tables and prefix, ext4 and xfs)", len(c.Fits))
+	}
+	for _, f := range c.Fits {
+		if !f.Fits {
+			t.Errorf("%s does not fit on the reference host", f.What)
+		}
+	}
+	steps := map[string]float64{}
+	for _, s := range plan.Timeline.Steps {
+		steps[s.Name] = s.Seconds
+		if s.Name == "scrub-pass" && s.Nights != 12 {
+			t.Errorf("scrub pass %d nights, want 12", s.Nights)
+		}
+	}
+	// 1,419,417 extents of 4 MiB per image at 160 MiB/s
+	if got := steps["initial-sync"]; got < 35485.4 || got > 35485.5 {
+		t.Errorf("initial sync %.1f s, want 35485.4", got)
+	}
+	for _, w := range plan.Warnings {
+		if strings.Contains(w, "does not fit") || strings.Contains(w, "timeline") {
+			t.Errorf("warning on the reference host: %s", w)
+		}
+	}
+	code, out, _ = runTB(t, nil, "lvm", "plan", "--example", "--scrub-rate", "100MiB/s", "--scrub-budget", "30m")
+	if code != 0 || !strings.Contains(out, "190 nights (target 14)") {
+		t.Errorf("old scrub defaults: exit %d, want a warning naming 190 nights:\n%s", code, out)
+	}
+	code, out, _ = runTB(t, nil, "lvm", "plan", "--example", "--prefix-size", "300GiB")
+	if code != 0 || !strings.Contains(out, "prefix store 3-7 on ext4 does not fit") || !strings.Contains(out, "add NVMe space") {
+		t.Errorf("a 300 GiB prefix LV: exit %d, want a warning that the store does not fit and the way out:\n%s", code, out)
+	}
+	if code, _, _ := runTB(t, nil, "lvm", "plan", "--example", "--hdd-rate", "fast"); code != 2 {
+		t.Errorf("--hdd-rate fast: exit %d, want 2", code)
+	}
+}

@@ -81,6 +81,11 @@ EXAMPLES:
 			&cli.StringFlag{Name: "prefix-mount", Usage: "mount point for --prefix-fs (default /srv/syzygy-prefix)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "save the plan as YAML to `FILE` (- for stdout); an existing FILE is refused unless --force"},
 			&cli.BoolFlag{Name: "force", Usage: "let -o replace an existing plan file (it is replaced atomically)"},
+			&cli.StringFlag{Name: "hdd-rate", Usage: "TIMELINE: one HDD's sequential `RATE` over its whole surface (default 160MiB/s)"},
+			&cli.StringFlag{Name: "integrity-rate", Usage: "TIMELINE: dm-integrity initialisation `RATE` per image (default 80MiB/s)"},
+			&cli.StringFlag{Name: "network-rate", Usage: "TIMELINE: copy `RATE` of the tables from the old host (default 112MiB/s, gigabit)"},
+			&cli.StringFlag{Name: "scrub-rate", Usage: "TIMELINE: integrity scrub's total read `RATE` (default 400MiB/s, health-check's)"},
+			&cli.DurationFlag{Name: "scrub-budget", Usage: "TIMELINE: the nightly scrub slice (default 2h, health-check's)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
@@ -130,6 +135,13 @@ EXAMPLES:
 				}
 				return cliutil.CannotRun(err)
 			}
+			fo, err := forecastOptions(c)
+			if err != nil {
+				return err
+			}
+			if err := plan.AddForecast(fo); err != nil {
+				return cliutil.CannotRun(err)
+			}
 			out := c.String("output")
 			if out == "-" {
 				y, err := plan.YAML()
@@ -160,4 +172,27 @@ EXAMPLES:
 			})
 		},
 	}
+}
+
+// forecastOptions reads lvm plan's TIMELINE rate flags.
+func forecastOptions(c *cli.Context) (lvm.ForecastOptions, error) {
+	var o lvm.ForecastOptions
+	for _, f := range []struct {
+		flag string
+		v    *int64
+	}{{"hdd-rate", &o.Rates.HDD}, {"integrity-rate", &o.Rates.Integrity}, {"network-rate", &o.Rates.Network}, {"scrub-rate", &o.Rates.Scrub}} {
+		if s := c.String(f.flag); s != "" {
+			r, err := sizes.ParseRate(s)
+			if err != nil || r <= 0 {
+				return o, cliutil.Usagef("--%s %q: write a rate such as 150MiB/s", f.flag, s)
+			}
+			*f.v = r
+		}
+	}
+	if c.IsSet("scrub-budget") {
+		if o.Rates.ScrubBudget = c.Duration("scrub-budget"); o.Rates.ScrubBudget <= 0 {
+			return o, cliutil.Usagef("--scrub-budget %s: a duration above 0, e.g. 2h", o.Rates.ScrubBudget)
+		}
+	}
+	return o, nil
 }

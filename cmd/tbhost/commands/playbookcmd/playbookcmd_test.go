@@ -142,7 +142,7 @@ func TestDryRunOfEachEmbeddedPlaybook(t *testing.T) {
 		{"pre-cutover", []string{"--hold-file", "/run/tbhost-hold"},
 			[]string{"tbhost integrity verify-tables --checksums /var/lib/tbhost/checksums/sha256 --complete /srv/syzygy", "load:     tbhost bench probe --tables /srv/syzygy --store /srv/syzygy-prefix --clients 12", "hold:     waits while /run/tbhost-hold exists", "report:   go-no-go"}},
 		{"health-check", nil,
-			[]string{"tbhost integrity scrub --rate 100MiB/s --budget 30m vg-hdd/tables", "tbhost prefix verify --tables /srv/syzygy --store /srv/syzygy-prefix", "exit status map[1:CRITICAL 2:UNKNOWN]"}},
+			[]string{"tbhost integrity scrub --rate 400MiB/s --budget 2h vg-hdd/tables", "tbhost prefix verify --tables /srv/syzygy --store /srv/syzygy-prefix", "exit status map[1:CRITICAL 2:UNKNOWN]"}},
 	} {
 		args := append([]string{"playbook", "run", "--dry-run"}, tc.args...)
 		code, out, stderr := runApp(t, true, append(args, tc.name)...)
