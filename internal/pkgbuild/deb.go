@@ -53,14 +53,10 @@ var fromRepo = []shipped{
 	{"packaging/completion/tbhost.bash", "/usr/share/bash-completion/completions/tbhost"},
 	{"packaging/completion/_tbhost", "/usr/share/zsh/vendor-completions/_tbhost"},
 	{"monitor/alerts/tbhost.rules.yml", "/usr/share/tbhost/tbhost.rules.yml"},
+	{"monitor/alerts/tbhost-fleet.rules.yml", "/usr/share/tbhost/tbhost-fleet.rules.yml"},
+	{"monitor/alerts/grafana-fleet.json", "/usr/share/tbhost/grafana-fleet.json"},
 	{"packaging/debian/copyright", "/usr/share/doc/tbhost/copyright"},
 	{"packaging/lintian/tbhost", "/usr/share/lintian/overrides/tbhost"},
-}
-
-// optionalFromRepo is shipped when it exists in the repository (files other
-// parts of the tree own and may add later).
-var optionalFromRepo = []shipped{
-	{"monitor/alerts/grafana-fleet.json", "/usr/share/tbhost/grafana-fleet.json"},
 }
 
 // docs are compressed into /usr/share/doc/tbhost (Debian policy 12.3).
@@ -112,11 +108,6 @@ func Build(spec Spec, w io.Writer) error {
 			return fmt.Errorf("package file %s: %w (run make deb from the repository root)", src, err)
 		}
 		add(src, f.dst, 0o644)
-	}
-	for _, f := range optionalFromRepo {
-		if src := filepath.Join(spec.Source, f.src); fileExists(src) {
-			add(src, f.dst, 0o644)
-		}
 	}
 	for _, d := range docs {
 		src := filepath.Join(spec.Source, d)
@@ -210,11 +201,6 @@ func Build(spec Spec, w io.Writer) error {
 		return fmt.Errorf("write package %s: %w", FileName(spec.Version), err)
 	}
 	return nil
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
 
 // checkStatic refuses a binary that is not a static amd64 ELF executable:

@@ -172,6 +172,15 @@ func TestInstalledPackage(t *testing.T) {
 		}
 	})
 
+	t.Run("shipped-files", func(t *testing.T) {
+		for _, f := range []string{"usr/share/tbhost/tbhost.rules.yml", "usr/share/tbhost/tbhost-fleet.rules.yml", "usr/share/tbhost/grafana-fleet.json",
+			"usr/share/doc/tbhost/copyright", "usr/share/doc/tbhost/changelog.gz", "usr/share/zsh/vendor-completions/_tbhost"} {
+			if fi, err := os.Stat(filepath.Join(root, f)); err != nil || fi.Size() == 0 {
+				t.Errorf("/%s not installed or empty: %v", f, err)
+			}
+		}
+	})
+
 	t.Run("man", func(t *testing.T) {
 		man := need(t, "man", "man-db")
 		pages, _ := filepath.Glob(filepath.Join(root, "usr/share/man/man8/*.8.gz"))
