@@ -3,19 +3,35 @@
 GO        ?= go
 LAB_TIMEOUT ?= 80m
 
-.PHONY: all build test deps unit lab-test bench example clean
+.PHONY: all build deb deb-test test deps unit lab-test bench example clean
 
 all: build
+
+# version and commit stamped into the binary (tbhost --version) and the
+# package: a Debian version from git describe (0.0~git<date>.<sha> before
+# the first vX.Y.Z tag), 0.0~~unknown without git.
+VERSION := $(shell $(GO) run ./cmd/mkdeb version 2>/dev/null || echo 0.0~~unknown)
+COMMIT  := $(shell $(GO) run ./cmd/mkdeb commit 2>/dev/null || echo unknown)
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 # statically linked (no cgo anywhere): the same binary runs on the host and
 # inside the VM lab's busybox guest (tbhost lab run --tbhost bin/tbhost)
 build:
-	CGO_ENABLED=0 $(GO) build -o bin/tbhost ./cmd/tbhost
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/tbhost ./cmd/tbhost
+
+# dist/tbhost_<version>_amd64.deb, built with nfpm as a library (docs/packaging.md)
+deb: build
+	$(GO) run ./cmd/mkdeb build --binary bin/tbhost --out dist
+
+# install the package into a throwaway root with dpkg, check it, remove it
+# and purge it (skips with a reason without dpkg or root); part of make test
+deb-test: deb
+	TBHOST_DEB=$(CURDIR)/dist/tbhost_$(VERSION)_amd64.deb $(GO) test -count=1 -run 'TestInstalled' -v ./internal/pkgbuild/
 
 example:
 	$(GO) run ./cmd/tbhost lvm plan --example
 
-test: deps unit lab-test
+test: deps unit deb-test lab-test
 
 deps:
 	./.ci/install-deps
@@ -33,4 +49,4 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 clean:
-	rm -rf bin lab-test.log
+	rm -rf bin dist lab-test.log

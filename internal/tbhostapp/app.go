@@ -1,0 +1,75 @@
+// Package tbhostapp builds tbhost's whole command tree: main runs it, and the
+// packaging tool (cmd/mkdeb) renders man pages from the same tree, so the
+// pages can never describe commands the binary does not have.
+package tbhostapp
+
+import (
+	"github.com/tbhost/tbhost/cmd/tbhost/commands/benchcmd"
+	"github.com/tbhost/tbhost/cmd/tbhost/commands/integritycmd"
+	"github.com/tbhost/tbhost/cmd/tbhost/commands/inventorycmd"
+	"github.com/tbhost/tbhost/cmd/tbhost/commands/labcmd"
+	"github.com/tbhost/tbhost/cmd/tbhost/commands/lvmcmd"
+	"github.com/tbhost/tbhost/cmd/tbhost/commands/monitorcmd"
+	"github.com/tbhost/tbhost/cmd/tbhost/commands/playbookcmd"
+	"github.com/tbhost/tbhost/cmd/tbhost/commands/prefixcmd"
+	"github.com/tbhost/tbhost/internal/cliutil"
+	"github.com/urfave/cli/v2"
+)
+
+// Build is what the linker stamps into the binary (-ldflags -X).
+type Build struct {
+	Version string // e.g. 0.0~git20261201.189c88f; "dev" for go run
+	Commit  string // the git commit the binary was built from
+}
+
+// String is what tbhost --version prints after "tbhost version ".
+func (b Build) String() string {
+	v, c := b.Version, b.Commit
+	if v == "" {
+		v = "dev"
+	}
+	if c == "" {
+		c = "unknown"
+	}
+	return v + " (commit " + c + ")"
+}
+
+// New is tbhost's cli.App: every command group, the global flags, and
+// shell completion (--generate-bash-completion, used by the shipped
+// bash and zsh completion scripts).
+func New(env *cliutil.Env, b Build) *cli.App {
+	app := cliutil.NewApp(env, Commands())
+	app.Usage = "build and run the storage of a Syzygy tablebase server"
+	app.Version = b.String()
+	app.EnableBashCompletion = true
+	app.Description = Description
+	return app
+}
+
+// Description is the long help of tbhost (and the DESCRIPTION of tbhost(8)).
+const Description = `tbhost turns the hard-won recipe of a public 7-piece Syzygy server into commands:
+   plan and apply the LVM arrays (RAID 5 + dm-integrity over the HDDs, RAID 0 over NVMe),
+   build and verify the table-prefix store, check integrity, watch per-disk reads, and run
+   runbooks for provisioning, cutover and nightly health checks.
+
+   Start with:  tbhost lvm plan --example     (the reference host, from an embedded snapshot)
+                tbhost inventory              (this machine's disks)
+
+EXIT CODES:
+   0 ok, 1 a check found a problem or tbhost refused, 2 usage error, 3 could not run.
+   (monitor check uses the Nagios convention: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.)`
+
+// Commands lists the command groups; each lives in its own package under
+// cmd/tbhost/commands and is a thin layer over the library package.
+func Commands() []*cli.Command {
+	return []*cli.Command{
+		inventorycmd.Command(),
+		lvmcmd.Command(),
+		prefixcmd.Command(),
+		monitorcmd.Command(),
+		integritycmd.Command(),
+		playbookcmd.Command(),
+		benchcmd.Command(),
+		labcmd.Command(),
+	}
+}
