@@ -2,13 +2,16 @@ package integrity
 
 import (
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/tbhost/tbhost/lvm"
 )
 
-const droppedCapture = "../internal/lab/testdata/captures/raid5-member-dropped/lvm/lvs.json"
+func droppedCapture(t *testing.T) string {
+	return filepath.Join(capture(t, "raid5-member-dropped"), "lvm", "lvs.json")
+}
 
 // integrity status carries the model's codes next to its (unchanged) texts.
 func TestStatusFindingsCarryCodes(t *testing.T) {
@@ -38,7 +41,7 @@ func TestStatusFindingsCarryCodes(t *testing.T) {
 }
 
 func TestStatusOfDroppedMemberCodes(t *testing.T) {
-	s := tablesStatus(t, lvsFile(t, droppedCapture))
+	s := tablesStatus(t, lvsFile(t, droppedCapture(t)))
 	if !lvm.HasCode(s.Findings, lvm.CodeRAIDDegraded) || s.OK {
 		t.Errorf("dropped member: %+v", s.Findings)
 	}
@@ -48,7 +51,7 @@ func TestStatusOfDroppedMemberCodes(t *testing.T) {
 // never lists it: an image on a vanished PV went unseen when LVM had not
 // (yet) marked the LV partial. The model's image-missing finding sees it.
 func TestPlanLVScrubRefusesImageOnMissingPVWithoutPartialAttr(t *testing.T) {
-	all := lvsFile(t, droppedCapture)
+	all := lvsFile(t, droppedCapture(t))
 	for i := range all {
 		if all[i].Name == "tables" || strings.HasPrefix(all[i].Name, "tables_") {
 			all[i].Health = ""
@@ -64,7 +67,7 @@ func TestPlanLVScrubRefusesImageOnMissingPVWithoutPartialAttr(t *testing.T) {
 }
 
 func TestDegradedByReasons(t *testing.T) {
-	all := lvsFile(t, droppedCapture)
+	all := lvsFile(t, droppedCapture(t))
 	top, _ := lvm.Find(all, "vg-hdd", "tables")
 	if got := degradedBy(all, top); got != "attr rwi-aor-p-: partial, a PV is missing" {
 		t.Errorf("partial attr: %q", got)

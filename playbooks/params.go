@@ -303,7 +303,7 @@ func (b *limitedBuilder) Write(p []byte) (int, error) {
 // playbook functions and Go's comparisons and logic. printf (a width can
 // allocate gigabytes), call, and the rest are not needed in an argv.
 var templateIdents = map[string]bool{
-	"opt": true, "args": true, "dirname": true,
+	"opt": true, "args": true, "dirname": true, "mkfsopts": true,
 	"and": true, "or": true, "not": true, "len": true, "index": true,
 	"eq": true, "ne": true, "lt": true, "le": true, "gt": true, "ge": true,
 }
@@ -354,7 +354,7 @@ func checkTemplate(t *template.Template) error {
 			return walk(x.Node)
 		case *parse.IdentifierNode:
 			if !templateIdents[x.Ident] {
-				return fmt.Errorf("function %s is not allowed in playbook templates (allowed: opt, args, dirname, and, or, not, len, index, eq, ne, lt, le, gt, ge)", x.Ident)
+				return fmt.Errorf("function %s is not allowed in playbook templates (allowed: opt, args, dirname, mkfsopts, and, or, not, len, index, eq, ne, lt, le, gt, ge)", x.Ident)
 			}
 		case *parse.IfNode:
 			return walkBranch(walk, &x.BranchNode)
