@@ -2,6 +2,7 @@ package blockdev_test
 
 import (
 	"context"
+	"github.com/tbhost/tbhost/internal/fixturetree"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -86,7 +87,7 @@ func TestReadRefusesBadAttributes(t *testing.T) {
 		{"proc/swaps is a FIFO", "proc/swaps", fifo},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			root := copyTree(t, filepath.Join("testdata", "reference-host"))
+			root := copyTree(t, fixturetree.Dir(t, "../../lvm/refhost/reference-host.tar.gz"))
 			p := filepath.Join(root, c.file)
 			replace(t, p, c.make)
 			done := make(chan error, 1)
