@@ -11,7 +11,7 @@ import (
 // round-trips through the kernel's line format, or fails with ErrSyntax;
 // never a panic, and the result is never larger than the input allows.
 func FuzzParse(f *testing.F) {
-	for _, p := range []string{labCapture + "diskstats.0", "../../integrity/testdata/diskstats/t0/proc/diskstats"} {
+	for _, p := range []string{labCapture(f) + "diskstats.0", "../../integrity/testdata/diskstats/t0/proc/diskstats"} {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)
 		}

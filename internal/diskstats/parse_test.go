@@ -3,6 +3,7 @@ package diskstats
 import (
 	"context"
 	"errors"
+	"github.com/tbhost/tbhost/internal/fixturetree"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,12 +16,14 @@ import (
 	"github.com/tbhost/tbhost/internal/sysread"
 )
 
-const labCapture = "../lab/testdata/captures/raid5-integrity-stripes5/proc/"
+func labCapture(tb testing.TB) string {
+	return fixturetree.Dir(tb, "../lab/testdata/captures/raid5-integrity-stripes5.tar.gz") + "/proc/"
+}
 
 // Our parser and procfs's agree field by field on the real captures (the
 // lab's kernel 6.1 writes 20 fields; the integrity fixture too).
 func TestParseAgreesWithProcfs(t *testing.T) {
-	for _, f := range []string{labCapture + "diskstats.0", labCapture + "diskstats.1", "../../integrity/testdata/diskstats/t0/proc/diskstats"} {
+	for _, f := range []string{labCapture(t) + "diskstats.0", labCapture(t) + "diskstats.1", "../../integrity/testdata/diskstats/t0/proc/diskstats"} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatalf("committed capture missing: %v", err)
@@ -139,7 +142,7 @@ func (fixedClock) Now() time.Time                                   { return tim
 func (fixedClock) Sleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
 
 func TestReplayInOrderThenEOF(t *testing.T) {
-	rs, ok := NewReplaySource("../lab/testdata/captures/raid5-integrity-stripes5", time.Unix(0, 0), 5*time.Second)
+	rs, ok := NewReplaySource(fixturetree.Dir(t, "../lab/testdata/captures/raid5-integrity-stripes5.tar.gz"), time.Unix(0, 0), 5*time.Second)
 	if !ok || len(rs.Files) != 2 {
 		t.Fatalf("%v %+v", ok, rs)
 	}
