@@ -9,16 +9,15 @@ import (
 
 // monitor's problems carry lvm's finding codes; alerts and scripts decide on them.
 func TestProblemsCarryCodes(t *testing.T) {
-	const caps = "../internal/lab/testdata/captures/"
 	for _, c := range []struct {
 		root  string
 		codes []lvm.Code
 	}{
-		{caps + "raid5-member-dropped", []lvm.Code{lvm.CodeImageMissing, lvm.CodeRAIDDegraded}},
-		{caps + "raid5-missing-member-boot", []lvm.Code{lvm.CodeImageMissing, lvm.CodeRAIDDegraded, lvm.CodeLVInactive}},
-		{caps + "raid5-no-stripes", []lvm.Code{lvm.CodeMemberIdle}},
+		{"raid5-member-dropped", []lvm.Code{lvm.CodeImageMissing, lvm.CodeRAIDDegraded}},
+		{"raid5-missing-member-boot", []lvm.Code{lvm.CodeImageMissing, lvm.CodeRAIDDegraded, lvm.CodeLVInactive}},
+		{"raid5-no-stripes", []lvm.Code{lvm.CodeMemberIdle}},
 	} {
-		r := checkTree(t, c.root, "vg-hdd/tables")
+		r := checkTree(t, captured(t, c.root), "vg-hdd/tables")
 		var got []lvm.Code
 		seen := map[lvm.Code]bool{}
 		for _, p := range r.Arrays[0].Problems {
@@ -33,7 +32,7 @@ func TestProblemsCarryCodes(t *testing.T) {
 				t.Errorf("%s: codes %v lack %s", c.root, got, want)
 			}
 		}
-		if !r.Arrays[0].Degraded != (c.root == caps+"raid5-no-stripes") {
+		if !r.Arrays[0].Degraded != (c.root == "raid5-no-stripes") {
 			t.Errorf("%s: degraded %v", c.root, r.Arrays[0].Degraded)
 		}
 	}

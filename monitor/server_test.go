@@ -15,7 +15,7 @@ import (
 // A connection that made one request and then says nothing is closed by the
 // server once IdleTimeout has passed (and not long before).
 func TestServeClosesIdleKeepAlive(t *testing.T) {
-	e := &Exporter{Env: Env{Root: "testdata/derived/balanced"}, Interval: time.Hour, TopologyEvery: time.Hour, Thresholds: DefaultThresholds()}
+	e := &Exporter{Env: Env{Root: derived(t, "balanced")}, Interval: time.Hour, TopologyEvery: time.Hour, Thresholds: DefaultThresholds()}
 	srv, err := NewServer("127.0.0.1:0", e)
 	if err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 
 func TestLVMCommandFailureIsUnreadable(t *testing.T) {
 	failed := &execx.CommandError{Argv: []string{"lvm", "lvs"}, ExitCode: 5, Stderr: "  Reading VG vg-hdd failed: locking", Err: errors.New("exit status 5")}
-	_, err := Discover(context.Background(), DiscoverOptions{Root: "testdata/derived/balanced", LVM: failingLVM{failed}})
+	_, err := Discover(context.Background(), DiscoverOptions{Root: derived(t, "balanced"), LVM: failingLVM{failed}})
 	if !errors.Is(err, ErrLVMUnreadable) || !strings.Contains(err.Error(), "lvm") {
 		t.Fatalf("lvm exit 5: want ErrLVMUnreadable naming lvm, got %v", err)
 	}
@@ -32,7 +32,7 @@ func TestLVMCommandFailureIsUnreadable(t *testing.T) {
 
 func TestLVMNotInstalledWithLVMArraysIsUnreadable(t *testing.T) {
 	notFound := &execx.CommandError{Argv: []string{"lvm", "lvs"}, ExitCode: -1, Err: exec.ErrNotFound}
-	_, err := Discover(context.Background(), DiscoverOptions{Root: "testdata/derived/balanced", LVM: failingLVM{notFound}})
+	_, err := Discover(context.Background(), DiscoverOptions{Root: derived(t, "balanced"), LVM: failingLVM{notFound}})
 	if !errors.Is(err, ErrLVMUnreadable) || !strings.Contains(err.Error(), "vg-hdd/tables") || !strings.Contains(err.Error(), "not installed") {
 		t.Fatalf("want ErrLVMUnreadable naming the arrays sysfs shows, got %v", err)
 	}
@@ -50,7 +50,7 @@ func TestLVMNotInstalledWithoutLVMIsNoError(t *testing.T) {
 }
 
 func TestUnparseableSavedLVSIsUnreadable(t *testing.T) {
-	good, err := os.ReadFile("testdata/derived/balanced/lvm/lvs.json")
+	good, err := os.ReadFile(derived(t, "balanced") + "/lvm/lvs.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestUnparseableSavedLVSIsUnreadable(t *testing.T) {
 		"truncated": string(good[:len(good)/2]),
 		"no report": `{"log":[]}`,
 	} {
-		root := copyTree(t, "testdata/derived/balanced")
+		root := copyTree(t, derived(t, "balanced"))
 		lvs := filepath.Join(root, "lvm/lvs.json")
 		if err := os.WriteFile(lvs, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
@@ -75,7 +75,7 @@ func TestUnparseableSavedLVSIsUnreadable(t *testing.T) {
 // An LVM report that leaves out an array /sys/block shows (a filtered or
 // foreign VG, an edited snapshot) cannot vouch for its health.
 func TestArrayMissingFromLVMReportIsUnknown(t *testing.T) {
-	root := copyTree(t, "testdata/derived/balanced")
+	root := copyTree(t, derived(t, "balanced"))
 	if err := os.WriteFile(filepath.Join(root, "lvm/lvs.json"), []byte(`{"report":[{"lv":[]}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
