@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/tbhost/tbhost/internal/fixturetree"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -214,8 +215,8 @@ func TestProvisionPlaybook(t *testing.T) {
 	}
 	r, raw = e.playbook("tests/modules.yml", "-e", "tbhost_hosts=tb1", "-e", "integrity_host=true",
 		"-e", "stale_plan="+stale, "-e", "store_dir="+store, "-e", "tables_dir="+tables,
-		"-e", "capture_balanced="+filepath.Join(captures, "raid5-integrity-stripes5"),
-		"-e", "capture_misbuilt="+filepath.Join(captures, "raid5-no-stripes"))
+		"-e", "capture_balanced="+fixturetree.Dir(t, filepath.Join(captures, "raid5-integrity-stripes5.tar.gz")),
+		"-e", "capture_misbuilt="+fixturetree.Dir(t, filepath.Join(captures, "raid5-no-stripes.tar.gz")))
 	if s := r.Stats["tb1"]; s.Failures != 0 || s.Ok == 0 {
 		t.Errorf("tests/modules.yml: %+v\n%s", s, raw)
 	}
