@@ -29,8 +29,11 @@ def tbhost_argv(module, args):
     return argv + list(args)
 
 
-def tbhost_message(stderr):
-    """tbhost's own error text: from the first line starting with 'tbhost:'."""
+def tbhost_message(stderr, data=None):
+    """tbhost's own error text: the JSON error object's message when tbhost
+    printed one, else stderr from the first line starting with 'tbhost:'."""
+    if isinstance(data, dict) and isinstance(data.get("error"), dict) and data["error"].get("message"):
+        return data["error"]["message"]
     lines = (stderr or "").splitlines()
     for i, line in enumerate(lines):
         if line.startswith("tbhost: "):
@@ -51,7 +54,19 @@ def run_tbhost(module, args):
     return rc, data, out, err, argv
 
 
-def fail(module, rc, err, argv, **extra):
+def fail(module, rc, err, argv, data=None, **extra):
     """Fails the task with tbhost's message and exit code."""
-    msg = tbhost_message(err) or "tbhost exited %d" % rc
+    msg = tbhost_message(err, data) or "tbhost exited %d" % rc
     module.fail_json(msg=msg, rc=rc, stderr=err, cmd=argv, **extra)
+
+
+def run_or_fail(module, args, ok=(0,), key=None):
+    """Runs tbhost and returns (rc, parsed JSON); fails the task, with
+    tbhost's message and exit code, when the exit code is not in ok or
+    tbhost printed no JSON. key names the result in the failed task
+    (report=..., result=...)."""
+    rc, data, out, err, argv = run_tbhost(module, args)
+    if rc not in ok or data is None:
+        extra = {key: data} if key else {}
+        fail(module, rc, err, argv, data, **extra)
+    return rc, data

@@ -53,7 +53,7 @@ commands:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.tbhost.tbhost.plugins.module_utils.tbhost import COMMON_ARGS, fail, run_tbhost
+from ansible_collections.tbhost.tbhost.plugins.module_utils.tbhost import COMMON_ARGS, run_or_fail
 
 
 def main():
@@ -68,9 +68,7 @@ def main():
         if module.params["wait_sync"]:
             args.append("--wait-sync")
     args.append(module.params["plan"])
-    rc, data, out, err, argv = run_tbhost(module, args)
-    if rc != 0 or data is None:
-        fail(module, rc, err, argv, report=data)
+    rc, data = run_or_fail(module, args, key="report")
     wanted = "would-run" if module.check_mode else "run"
     commands = [" ".join(s.get("argv") or []) for s in data.get("steps") or [] if s.get("action") == wanted]
     module.exit_json(

@@ -37,14 +37,12 @@ ansible_facts:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.tbhost.tbhost.plugins.module_utils.tbhost import COMMON_ARGS, fail, run_tbhost
+from ansible_collections.tbhost.tbhost.plugins.module_utils.tbhost import COMMON_ARGS, run_or_fail
 
 
 def main():
     module = AnsibleModule(argument_spec=dict(COMMON_ARGS), supports_check_mode=True)
-    rc, data, out, err, argv = run_tbhost(module, ["inventory"])
-    if rc != 0 or data is None:
-        fail(module, rc, err, argv)
+    rc, data = run_or_fail(module, ["inventory"])
     module.exit_json(changed=False, ansible_facts=dict(tbhost_inventory=data))
 
 

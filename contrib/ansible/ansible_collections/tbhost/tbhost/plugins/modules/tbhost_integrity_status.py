@@ -54,9 +54,9 @@ def main():
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     rc, data, out, err, argv = run_tbhost(module, ["integrity", "status"])
     if rc == 1 and not module.params["fail_on_problem"]:
-        module.exit_json(changed=False, ok=False, status=data, msg=tbhost_message(err), rc=rc)
+        module.exit_json(changed=False, ok=False, status=data, msg=tbhost_message(err, data), rc=rc)
     if rc != 0:
-        fail(module, rc, err, argv, status=data)
+        fail(module, rc, err, argv, data, status=data)
     module.exit_json(changed=False, ok=True, status=data, rc=rc)
 
 

@@ -58,7 +58,7 @@ report:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.tbhost.tbhost.plugins.module_utils.tbhost import COMMON_ARGS, fail, run_tbhost
+from ansible_collections.tbhost.tbhost.plugins.module_utils.tbhost import COMMON_ARGS, run_or_fail
 
 RANK = {"warning": 1, "critical": 2, "unknown": 3}
 
@@ -74,9 +74,7 @@ def main():
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     p = module.params
     args = ["monitor", "check", "--for", p["for_"], "--interval", p["interval"]] + (p["arrays"] or [])
-    rc, data, out, err, argv = run_tbhost(module, args)
-    if data is None or rc not in (0, 1, 2, 3):
-        fail(module, rc, err, argv)
+    rc, data = run_or_fail(module, args, ok=(0, 1, 2, 3))
     status = data.get("status", "UNKNOWN")
     if p["fail_on"] != "never" and rc >= RANK[p["fail_on"]]:
         module.fail_json(msg="tbhost monitor check: %s: %s" % (status, data.get("summary", "")), rc=rc, status=status, report=data)

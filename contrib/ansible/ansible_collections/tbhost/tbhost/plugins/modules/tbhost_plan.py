@@ -70,7 +70,7 @@ import tempfile
 import yaml
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.tbhost.tbhost.plugins.module_utils.tbhost import COMMON_ARGS, fail, run_tbhost
+from ansible_collections.tbhost.tbhost.plugins.module_utils.tbhost import COMMON_ARGS, run_or_fail
 
 
 def comparable(text):
@@ -110,9 +110,7 @@ def main():
             args.append("--no-nvme")
         if p["prefix_size"]:
             args += ["--prefix-size", p["prefix_size"]]
-        rc, data, out, err, argv = run_tbhost(module, args)
-        if rc != 0 or data is None:
-            fail(module, rc, err, argv)
+        rc, data = run_or_fail(module, args)
         with open(tmp) as f:
             new = f.read()
         old = None

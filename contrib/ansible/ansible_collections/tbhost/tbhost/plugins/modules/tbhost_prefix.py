@@ -60,7 +60,7 @@ result:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.tbhost.tbhost.plugins.module_utils.tbhost import COMMON_ARGS, fail, run_tbhost
+from ansible_collections.tbhost.tbhost.plugins.module_utils.tbhost import COMMON_ARGS, run_or_fail
 
 
 def main():
@@ -80,14 +80,11 @@ def main():
         args += ["--tables", t]
     if verify and p["full"]:
         args.append("--full")
-    rc, data, out, err, argv = run_tbhost(module, args)
     if p["state"] == "extracted" and module.check_mode:
         # verify exits 1 for findings: that is what extract would fix
-        if rc not in (0, 1) or data is None:
-            fail(module, rc, err, argv, result=data)
+        rc, data = run_or_fail(module, args, ok=(0, 1), key="result")
         module.exit_json(changed=rc == 1, result=data)
-    if rc != 0 or data is None:
-        fail(module, rc, err, argv, result=data)
+    rc, data = run_or_fail(module, args, key="result")
     module.exit_json(changed=(not verify) and (data.get("written") or 0) > 0, result=data)
 
 
