@@ -2,6 +2,7 @@ package ansible
 
 import (
 	"context"
+	"encoding/json"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -74,5 +75,45 @@ func TestAnsibleSanityOffline(t *testing.T) {
 	}
 	if n := strings.Count(string(out), "Running sanity test"); n != len(offlineSanity) {
 		t.Fatalf("ansible-test ran %d sanity tests, want %d:\n%s", n, len(offlineSanity), out)
+	}
+}
+
+// TestAnsibleDocParses: every module's documentation parses (the sanity
+// tests that would check it need pip) and carries the common options from
+// the doc fragment. A YAML slip in DOCUMENTATION (a "key: value" read into
+// a description) fails here.
+func TestAnsibleDocParses(t *testing.T) {
+	if _, err := exec.LookPath("ansible-doc"); err != nil {
+		t.Skip("SKIP: ansible-doc not installed (Debian package ansible-core); `make deps` installs it")
+	}
+	mods, _ := filepath.Glob(filepath.Join("ansible_collections", "tbhost", "tbhost", "plugins", "modules", "tbhost_*.py"))
+	if len(mods) < 6 {
+		t.Fatalf("found %d modules, want at least 6", len(mods))
+	}
+	here, _ := os.Getwd()
+	for _, m := range mods {
+		name := "tbhost.tbhost." + strings.TrimSuffix(filepath.Base(m), ".py")
+		cmd := exec.Command("ansible-doc", "-t", "module", "--json", name)
+		cmd.Env = append(os.Environ(), "ANSIBLE_COLLECTIONS_PATH="+here, "ANSIBLE_NOCOLOR=1")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Errorf("ansible-doc %s: %v\n%s", name, err, out)
+			continue
+		}
+		var doc map[string]struct {
+			Doc struct {
+				Options map[string]any `json:"options"`
+			} `json:"doc"`
+		}
+		if err := json.Unmarshal(out, &doc); err != nil {
+			t.Errorf("ansible-doc %s: not JSON: %v", name, err)
+			continue
+		}
+		opts := doc[name].Doc.Options
+		for _, o := range []string{"binary", "root"} {
+			if _, ok := opts[o]; !ok {
+				t.Errorf("%s: option %q is not documented (options: %v)", name, o, opts)
+			}
+		}
 	}
 }

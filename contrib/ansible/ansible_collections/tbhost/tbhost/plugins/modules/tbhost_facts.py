@@ -9,17 +9,11 @@ DOCUMENTATION = r"""
 module: tbhost_facts
 short_description: The host's block devices as tbhost sees them (tbhost inventory)
 description:
-  - Runs C(tbhost --json inventory) and returns it as the fact C(tbhost_inventory):
-    stable ids, sizes, block sizes, rotational, signatures, holders, role guess.
+  - Runs C(tbhost --json inventory) and returns it as the fact C(tbhost_inventory)
+    (stable ids, sizes, block sizes, rotational, signatures, holders, role guess).
   - Reads only; never changes anything.
-options:
-  binary:
-    description: The tbhost binary (a name on PATH or an absolute path).
-    type: str
-    default: tbhost
-  root:
-    description: Read /sys, /proc, /dev/disk/by-id and /run/udev under this directory (C(--root)).
-    type: path
+extends_documentation_fragment:
+  - tbhost.tbhost.common
 author: The tbhost authors
 """
 

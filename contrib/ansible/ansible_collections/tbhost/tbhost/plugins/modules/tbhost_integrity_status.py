@@ -18,13 +18,8 @@ options:
     description: Fail the task when tbhost finds a problem.
     type: bool
     default: true
-  binary:
-    description: The tbhost binary (a name on PATH or an absolute path).
-    type: str
-    default: tbhost
-  root:
-    description: Read /sys, /proc, /dev/disk/by-id and /run/udev under this directory (C(--root)).
-    type: path
+extends_documentation_fragment:
+  - tbhost.tbhost.common
 author: The tbhost authors
 """
 

@@ -36,13 +36,8 @@ options:
     description: Devices whose data apply may destroy (C(--wipe)).
     type: list
     elements: str
-  binary:
-    description: The tbhost binary (a name on PATH or an absolute path).
-    type: str
-    default: tbhost
-  root:
-    description: Read /sys, /proc, /dev/disk/by-id and /run/udev under this directory (C(--root)).
-    type: path
+extends_documentation_fragment:
+  - tbhost.tbhost.common
 author: The tbhost authors
 """
 

@@ -36,13 +36,8 @@ options:
     description: verify also rereads the tables' prefix bytes (C(--full)).
     type: bool
     default: false
-  binary:
-    description: The tbhost binary (a name on PATH or an absolute path).
-    type: str
-    default: tbhost
-  root:
-    description: Read /sys, /proc, /dev/disk/by-id and /run/udev under this directory (C(--root)).
-    type: path
+extends_documentation_fragment:
+  - tbhost.tbhost.common
 author: The tbhost authors
 """
 
