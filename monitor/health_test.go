@@ -9,41 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tbhost/tbhost/internal/fixturetree"
 	"github.com/tbhost/tbhost/lvm"
 )
-
-// copyTree copies a fixture tree (symlinks kept) so a test can alter it.
-func copyTree(t *testing.T, src string) string {
-	t.Helper()
-	dst := t.TempDir()
-	err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		out := filepath.Join(dst, rel)
-		switch {
-		case info.Mode()&os.ModeSymlink != 0:
-			l, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(l, out)
-		case info.IsDir():
-			return os.MkdirAll(out, 0o755)
-		default:
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(out, b, 0o644)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
 
 func editFile(t *testing.T, path, old, new string) {
 	t.Helper()
@@ -82,7 +50,7 @@ func TestLVMHealthFolding(t *testing.T) {
 		{`"lv_attr":"rwi-a-r---"`, `"lv_attr":"rwi-a-r-r-"`, Critical, "refresh needed"},
 	}
 	for _, c := range cases {
-		root := copyTree(t, derived(t, "balanced"))
+		root := fixturetree.Copy(t, derived(t, "balanced"))
 		editFile(t, filepath.Join(root, "lvm/lvs.json"), c.old, c.new)
 		r := checkTree(t, root, "vg-hdd/tables")
 		if r.Status != c.status || !strings.Contains(r.Summary, c.want) {
@@ -92,7 +60,7 @@ func TestLVMHealthFolding(t *testing.T) {
 }
 
 func TestIntegrityMismatchNamesTheDisk(t *testing.T) {
-	root := copyTree(t, derived(t, "balanced"))
+	root := fixturetree.Copy(t, derived(t, "balanced"))
 	lvs := filepath.Join(root, "lvm/lvs.json")
 	editFile(t, lvs, `"integritymismatches":"0"`, `"integritymismatches":"3"`) // the array's total
 	editFile(t, lvs, `"lv_name":"[tables_rimage_2]", "vg_name":"vg-hdd", "lv_attr":"gwi-aor---", "lv_size":"0", "segtype":"integrity", "stripes":"1", "data_stripes":"1", "stripe_size":"0", "devices":"tables_rimage_2_iorig(0)", "lv_health_status":"", "sync_percent":"", "raid_sync_action":"", "raid_mismatch_count":"", "integritymismatches":"0"`,
@@ -107,7 +75,7 @@ func TestIntegrityMismatchNamesTheDisk(t *testing.T) {
 }
 
 func TestSysfsOnlyWhenSnapshotHasNoLVMReport(t *testing.T) {
-	root := copyTree(t, derived(t, "misbuilt"))
+	root := fixturetree.Copy(t, derived(t, "misbuilt"))
 	if err := os.RemoveAll(filepath.Join(root, "lvm")); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +152,7 @@ func (f failingLVM) PVs(context.Context, ...string) ([]lvm.PV, error) { return n
 // lvm2 2.03.16 refuses degraded activation of raid with integrity: a missing
 // disk at boot leaves the LV inactive and partial (as in the lab's capture).
 func TestInactivePartialArrayIsCritical(t *testing.T) {
-	root := copyTree(t, derived(t, "missing"))
+	root := fixturetree.Copy(t, derived(t, "missing"))
 	for i := 0; i <= 28; i++ {
 		if err := os.RemoveAll(filepath.Join(root, "sys/block", "dm-"+itoa(i))); err != nil {
 			t.Fatal(err)

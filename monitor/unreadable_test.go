@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tbhost/tbhost/internal/execx"
+	"github.com/tbhost/tbhost/internal/fixturetree"
 	"github.com/tbhost/tbhost/lvm"
 )
 
@@ -60,7 +61,7 @@ func TestUnparseableSavedLVSIsUnreadable(t *testing.T) {
 		"truncated": string(good[:len(good)/2]),
 		"no report": `{"log":[]}`,
 	} {
-		root := copyTree(t, derived(t, "balanced"))
+		root := fixturetree.Copy(t, derived(t, "balanced"))
 		lvs := filepath.Join(root, "lvm/lvs.json")
 		if err := os.WriteFile(lvs, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
@@ -75,7 +76,7 @@ func TestUnparseableSavedLVSIsUnreadable(t *testing.T) {
 // An LVM report that leaves out an array /sys/block shows (a filtered or
 // foreign VG, an edited snapshot) cannot vouch for its health.
 func TestArrayMissingFromLVMReportIsUnknown(t *testing.T) {
-	root := copyTree(t, derived(t, "balanced"))
+	root := fixturetree.Copy(t, derived(t, "balanced"))
 	if err := os.WriteFile(filepath.Join(root, "lvm/lvs.json"), []byte(`{"report":[{"lv":[]}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}

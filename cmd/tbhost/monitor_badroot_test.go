@@ -1,47 +1,15 @@
 package main
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-)
 
-// copyTree copies a fixture tree, keeping its symlinks (sys/block/*/slaves).
-func copyTree(t *testing.T, src string) string {
-	t.Helper()
-	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		to := filepath.Join(dst, rel)
-		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			l, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(l, to)
-		case d.IsDir():
-			return os.MkdirAll(to, 0o755)
-		default:
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(to, b, 0o644)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
+	"github.com/tbhost/tbhost/internal/fixturetree"
+)
 
 func write(t *testing.T, path, content string) {
 	t.Helper()
@@ -116,7 +84,7 @@ func TestMonitorCheckBadRootIsUnknown(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			root := copyTree(t, derived(t, "balanced"))
+			root := fixturetree.Copy(t, derived(t, "balanced"))
 			file := c.spoil(t, root)
 			type result struct {
 				code        int

@@ -2,8 +2,6 @@ package blockdev_test
 
 import (
 	"context"
-	"github.com/tbhost/tbhost/internal/fixturetree"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,41 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tbhost/tbhost/internal/fixturetree"
+
 	"github.com/tbhost/tbhost/internal/blockdev"
 )
-
-// copyTree copies a fixture tree, keeping its symlinks.
-func copyTree(t *testing.T, src string) string {
-	t.Helper()
-	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		to := filepath.Join(dst, rel)
-		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			l, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(l, to)
-		case d.IsDir():
-			return os.MkdirAll(to, 0o755)
-		default:
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(to, b, 0o644)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
 
 // Issue 12 defect 6 for the inventory: sysfs and /proc files under --root
 // are read bounded; a device, FIFO, huge file or wild number in place of
@@ -87,7 +54,7 @@ func TestReadRefusesBadAttributes(t *testing.T) {
 		{"proc/swaps is a FIFO", "proc/swaps", fifo},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			root := copyTree(t, fixturetree.Dir(t, "../../lvm/refhost/reference-host.tar.gz"))
+			root := fixturetree.Dir(t, "../../lvm/refhost/reference-host.tar.gz")
 			p := filepath.Join(root, c.file)
 			replace(t, p, c.make)
 			done := make(chan error, 1)

@@ -13,6 +13,8 @@
 package fixturetree
 
 import (
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -42,4 +44,44 @@ func trimExt(name string) string {
 		}
 	}
 	return name
+}
+
+// Copy copies a tree (a fixture root, or one a test derived from it) into
+// a fresh temporary directory, keeping its symlinks (sys/block/*/slaves,
+// /dev/disk/by-id) as links, so a test can alter the copy freely.
+func Copy(tb testing.TB, src string) string {
+	tb.Helper()
+	dst := filepath.Join(tb.TempDir(), filepath.Base(src))
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			l, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(l, to)
+		case d.IsDir():
+			return os.MkdirAll(to, 0o755)
+		case !d.Type().IsRegular():
+			return fmt.Errorf("%s: not a regular file, directory or symlink", p)
+		default:
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(to, b, 0o644)
+		}
+	})
+	if err != nil {
+		tb.Fatalf("copy of fixture tree %s: %v", src, err)
+	}
+	return dst
 }
