@@ -12,6 +12,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/tbhost/tbhost/internal/sysread"
 )
 
 // Reasons a file is refused; test with errors.Is.
@@ -192,7 +194,7 @@ func openTable(path string) (*os.File, int64, error) {
 		return nil, 0, fmt.Errorf("stat table: %w", err)
 	}
 	if !st.Mode().IsRegular() {
-		return nil, 0, &FileError{Path: path, Err: fmt.Errorf("%w: %w: a %s; a table must be a file (or a symlink to one)", ErrSize, ErrNotRegular, fileType(st.Mode()))}
+		return nil, 0, &FileError{Path: path, Err: fmt.Errorf("%w: %w: a %s; a table must be a file (or a symlink to one)", ErrSize, ErrNotRegular, sysread.FileKind(st.Mode()))}
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -203,25 +205,6 @@ func openTable(path string) (*os.File, int64, error) {
 		return nil, 0, &FileError{Path: path, Err: fmt.Errorf("%w: %w: replaced while being opened (%v)", ErrSize, ErrNotRegular, err)}
 	}
 	return f, st.Size(), nil
-}
-
-// fileType names a non-regular file mode for messages.
-func fileType(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "directory"
-	case m&os.ModeNamedPipe != 0:
-		return "named pipe (FIFO)"
-	case m&os.ModeSocket != 0:
-		return "socket"
-	case m&os.ModeCharDevice != 0:
-		return "character device"
-	case m&os.ModeDevice != 0:
-		return "block device"
-	case m&os.ModeSymlink != 0:
-		return "symlink"
-	}
-	return "special file"
 }
 
 // withPath puts the full path into a parse error's FileError.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+
+	"github.com/tbhost/tbhost/internal/sysread"
 )
 
 // ErrNoPrefix: the store has no prefix for the table (the caller may fall
@@ -70,7 +72,7 @@ func OpenPrefix(tablePath, prefixPath string) (*Reader, error) {
 	// Refuse a directory or FIFO at the prefix's name before opening it
 	// (opening a FIFO blocks).
 	if st, err := os.Stat(prefixPath); err == nil && !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: %w: the prefix %s is a %s; move it away and rerun tbhost prefix extract", tablePath, ErrNotRegular, prefixPath, fileType(st.Mode()))
+		return nil, fmt.Errorf("%s: %w: the prefix %s is a %s; move it away and rerun tbhost prefix extract", tablePath, ErrNotRegular, prefixPath, sysread.FileKind(st.Mode()))
 	}
 	table, err := os.Open(tablePath)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tbhost/tbhost/internal/sysread"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -161,7 +162,7 @@ func verifyOne(ctx context.Context, src Source, store string, e ManifestEntry, h
 		return out, 0
 	}
 	if !pst.Mode().IsRegular() {
-		add(FindNotRegular, ppath, "a %s, not a prefix file; servers cannot read it: move it away (rm -r it if it is junk) and rerun extract", fileType(pst.Mode()))
+		add(FindNotRegular, ppath, "a %s, not a prefix file; servers cannot read it: move it away (rm -r it if it is junk) and rerun extract", sysread.FileKind(pst.Mode()))
 		return out, 0
 	}
 	tst, err := os.Stat(src.Path)

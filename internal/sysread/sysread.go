@@ -60,7 +60,7 @@ func File(path string, limit int64) ([]byte, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: %w (it is %s; a /proc or /sys file or its saved copy is expected: fix the --root tree)",
-			path, ErrNotRegular, kind(fi.Mode()))
+			path, ErrNotRegular, "a "+FileKind(fi.Mode()))
 	}
 	if fi.Size() > limit {
 		return nil, fmt.Errorf("%s: %w: %d bytes, at most %d expected (fix the --root tree)", path, ErrTooLarge, fi.Size(), limit)
@@ -75,20 +75,26 @@ func File(path string, limit int64) ([]byte, error) {
 	return b, nil
 }
 
-func kind(m fs.FileMode) string {
+// FileKind names what a non-regular file is, for messages that say why a
+// path was refused: "directory", "named pipe (FIFO)", "symlink", ...
+func FileKind(m fs.FileMode) string {
 	switch {
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
 	case m.IsDir():
-		return "a directory"
+		return "directory"
 	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
+		return "named pipe (FIFO)"
 	case m&fs.ModeSocket != 0:
-		return "a socket"
+		return "socket"
 	case m&fs.ModeCharDevice != 0:
-		return "a character device"
+		return "character device"
 	case m&fs.ModeDevice != 0:
-		return "a block device"
+		return "block device"
+	case m.IsRegular():
+		return "regular file"
 	default:
-		return "not a regular file (" + m.Type().String() + ")"
+		return "special file (" + m.Type().String() + ")"
 	}
 }
 
@@ -138,7 +144,7 @@ func Dir(path string, limit int) ([]fs.DirEntry, error) {
 		return nil, fmt.Errorf("stat %s: %w", path, err)
 	}
 	if !fi.IsDir() {
-		return nil, fmt.Errorf("%s: %w (it is %s; fix the --root tree)", path, ErrNotDir, kind(fi.Mode()))
+		return nil, fmt.Errorf("%s: %w (it is %s; fix the --root tree)", path, ErrNotDir, "a "+FileKind(fi.Mode()))
 	}
 	es, err := f.ReadDir(limit + 1)
 	if err != nil && !errors.Is(err, io.EOF) {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/tbhost/tbhost/internal/cliutil"
+	"github.com/tbhost/tbhost/internal/sysread"
 	"github.com/tbhost/tbhost/playbooks"
 	"github.com/urfave/cli/v2"
 )
@@ -219,7 +220,7 @@ func readRegular(path string) ([]byte, error) {
 		return nil, cliutil.CannotRun(fmt.Errorf("look at %s: %w", path, err))
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, cliutil.Problemf("%s is a %s, not a regular file: tbhost does not install through or over it; remove it (after checking who put it there) or choose --dest", path, kindOf(fi.Mode()))
+		return nil, cliutil.Problemf("%s is a %s, not a regular file: tbhost does not install through or over it; remove it (after checking who put it there) or choose --dest", path, sysread.FileKind(fi.Mode()))
 	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -234,20 +235,4 @@ func readRegular(path string) ([]byte, error) {
 		return nil, cliutil.CannotRun(fmt.Errorf("read %s: %w", path, err))
 	}
 	return b, nil
-}
-
-func kindOf(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
-		return "symlink"
-	case m.IsDir():
-		return "directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	}
-	return "special file"
 }
