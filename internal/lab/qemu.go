@@ -155,3 +155,36 @@ func LiveQemus(substr string) []int {
 	}
 	return pids
 }
+
+// GuardedTestRun is the TestMain of a lab test package: it puts every
+// work dir of the run under one new temporary directory (TMPDIR), calls
+// run (m.Run), and then fails the run (exit 1) if any qemu started from
+// there is still alive after 10 s, killing it: no qemu outlives a test
+// run. The directory is removed unless keep is set. It takes run rather
+// than *testing.M so the binary that links this package links no testing.
+func GuardedTestRun(name string, keep bool, run func() int) int {
+	dir, err := os.MkdirTemp("", "tbhost-"+name+"-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
+	os.Setenv("TMPDIR", dir)
+	code := run()
+	deadline := time.Now().Add(10 * time.Second)
+	pids := LiveQemus(dir)
+	for len(pids) > 0 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+		pids = LiveQemus(dir)
+	}
+	if len(pids) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: qemu processes outlived the %s tests: %v (killing them)\n", name, pids)
+		for _, p := range pids {
+			syscall.Kill(p, syscall.SIGKILL)
+		}
+		code = 1
+	}
+	if !keep {
+		os.RemoveAll(dir)
+	}
+	return code
+}

@@ -5,13 +5,11 @@ package rehearse
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,31 +17,9 @@ import (
 	"github.com/tbhost/tbhost/internal/lab"
 )
 
-// TestMain puts the lab's work dirs under one directory and fails the run
-// if a qemu started from there outlives the tests (as internal/lab's does).
+// TestMain: no qemu outlives the rehearsal tests (lab.GuardedTestRun).
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "tbhost-rehearsetest-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(3)
-	}
-	os.Setenv("TMPDIR", dir)
-	code := m.Run()
-	deadline := time.Now().Add(10 * time.Second)
-	pids := lab.LiveQemus(dir)
-	for len(pids) > 0 && time.Now().Before(deadline) {
-		time.Sleep(200 * time.Millisecond)
-		pids = lab.LiveQemus(dir)
-	}
-	if len(pids) > 0 {
-		fmt.Fprintf(os.Stderr, "FAIL: qemu processes outlived the rehearsal tests: %v (killing them)\n", pids)
-		for _, p := range pids {
-			syscall.Kill(p, syscall.SIGKILL)
-		}
-		code = 1
-	}
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(lab.GuardedTestRun("rehearsetest", false, m.Run))
 }
 
 type testWriter struct{ t *testing.T }
