@@ -186,8 +186,13 @@ func ParseChecksumList(r io.Reader, source string, algo Algo) (ChecksumList, err
 	seen := newEntries(source)
 	hexLen := 0
 	err := eachLine(r, source, func(ln int, line string) error {
+		// "<hex>  <name>" (text mode) or "<hex> *<name>" (binary mode): one
+		// marker character, then the name as it is (a name may start with
+		// "*"); a single space before the name is accepted too
 		sum, name, ok := strings.Cut(line, " ")
-		name = strings.TrimPrefix(strings.TrimPrefix(name, " "), "*")
+		if strings.HasPrefix(name, " ") || strings.HasPrefix(name, "*") {
+			name = name[1:]
+		}
 		if !ok || name == "" {
 			return fmt.Errorf("%s:%d: want \"<hex digest>  <file name>\" (the sha256sum format), got %q", source, ln, line)
 		}

@@ -168,3 +168,27 @@ func FuzzParseTrailers(f *testing.F) {
 		}
 	})
 }
+
+// Found by FuzzParseChecksumList: "<hex> **" (binary mode, a file named
+// "*") was read as "*", but written back in text mode ("<hex>  *") it
+// was read as "" and refused; the parser dropped a "*" after the text-mode
+// marker too. One marker character is dropped, the name is the rest.
+func TestChecksumListModeMarker(t *testing.T) {
+	const h = "fe211316630db82fd1a355740639b715"
+	for line, want := range map[string]string{
+		h + "  KBBBvK.rtbw": "KBBBvK.rtbw", // text mode
+		h + " *KBBBvK.rtbw": "KBBBvK.rtbw", // binary mode
+		h + " KBBBvK.rtbw":  "KBBBvK.rtbw", // one space, no marker
+		h + "  *x":          "*x",          // text mode, a name starting with *
+		h + " **":           "*",
+	} {
+		l, err := ParseChecksumList(strings.NewReader(line+"\n"), "t.md5", "")
+		if err != nil {
+			t.Errorf("%q: %v", line, err)
+			continue
+		}
+		if _, ok := l.Digests[want]; !ok || len(l.Digests) != 1 {
+			t.Errorf("%q: names %v, want %q", line, sortedKeys(l.Digests), want)
+		}
+	}
+}
