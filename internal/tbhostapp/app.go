@@ -12,6 +12,7 @@ import (
 	"github.com/tbhost/tbhost/cmd/tbhost/commands/monitorcmd"
 	"github.com/tbhost/tbhost/cmd/tbhost/commands/playbookcmd"
 	"github.com/tbhost/tbhost/cmd/tbhost/commands/prefixcmd"
+	"github.com/tbhost/tbhost/cmd/tbhost/commands/tablescmd"
 	"github.com/tbhost/tbhost/internal/cliutil"
 	"github.com/urfave/cli/v2"
 )
@@ -66,6 +67,7 @@ func Commands() []*cli.Command {
 		inventorycmd.Command(),
 		lvmcmd.Command(),
 		prefixcmd.Command(),
+		tablescmd.Command(),
 		monitorcmd.Command(),
 		integritycmd.Command(),
 		playbookcmd.Command(),

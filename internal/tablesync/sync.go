@@ -1,0 +1,744 @@
+package tablesync
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tbhost/tbhost/integrity"
+	"github.com/tbhost/tbhost/internal/capacity"
+	"github.com/tbhost/tbhost/prefix"
+)
+
+// Lists are the published lists a landed file is checked against; a nil
+// map or list skips that check.
+type Lists struct {
+	Dir       string
+	Sizes     map[string]int64  // bytes.tsv
+	Trailers  map[string]string // tbcheck.txt
+	Checksums *integrity.ChecksumList
+	Warnings  []string
+}
+
+// digestLists are the digest lists looked for in a lists directory, the
+// strongest first (the names syzygy-tables.info publishes them under).
+var digestLists = []string{"sha256", "sha512", "sha1", "md5"}
+
+// LoadLists reads the published lists in dir: bytes.tsv, tbcheck.txt and
+// the first digest list found (sha256, sha512, sha1, md5). At least one of
+// them must be there.
+func LoadLists(dir string) (Lists, error) {
+	l := Lists{Dir: dir}
+	st, err := os.Stat(dir)
+	if err != nil {
+		return l, fmt.Errorf("--checksums %s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return l, fmt.Errorf("--checksums %s: not a directory (give the directory holding bytes.tsv, tbcheck.txt and sha256)", dir)
+	}
+	if p := filepath.Join(dir, "bytes.tsv"); exists(p) {
+		sizes, warn, err := integrity.ReadSizes(p)
+		if err != nil {
+			return l, fmt.Errorf("--checksums: %w", err)
+		}
+		l.Sizes, l.Warnings = sizes, append(l.Warnings, warn...)
+	}
+	if p := filepath.Join(dir, "tbcheck.txt"); exists(p) {
+		tr, warn, err := integrity.ReadTrailers(p)
+		if err != nil {
+			return l, fmt.Errorf("--checksums: %w", err)
+		}
+		l.Trailers, l.Warnings = tr, append(l.Warnings, warn...)
+	}
+	for _, name := range digestLists {
+		p := filepath.Join(dir, name)
+		if !exists(p) {
+			continue
+		}
+		algo, err := integrity.ParseAlgo(name)
+		if err != nil {
+			return l, err
+		}
+		cl, err := integrity.ReadChecksumList(p, algo)
+		if err != nil {
+			return l, fmt.Errorf("--checksums: %w", err)
+		}
+		l.Checksums, l.Warnings = &cl, append(l.Warnings, cl.Warnings...)
+		break
+	}
+	if l.Sizes == nil && l.Trailers == nil && l.Checksums == nil {
+		return l, fmt.Errorf("--checksums %s: none of bytes.tsv, tbcheck.txt, %s there (the lists syzygy-tables.info publishes)", dir, strings.Join(digestLists, ", "))
+	}
+	return l, nil
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// names is every table name the lists hold.
+func (l Lists) names() []string {
+	set := map[string]bool{}
+	for n := range l.Sizes {
+		set[n] = true
+	}
+	for n := range l.Trailers {
+		set[n] = true
+	}
+	if l.Checksums != nil {
+		for n := range l.Checksums.Digests {
+			set[n] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for n := range set {
+		if IsTableName(n) {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (l Lists) empty() bool { return l.Sizes == nil && l.Trailers == nil && l.Checksums == nil }
+
+// Options of a sync.
+type Options struct {
+	From    string   // rsync source: rsync://host/module/dir, host::module/dir, host:/dir (ssh) or a local directory
+	To      string   // destination directory
+	Set     PieceSet // piece counts to copy
+	Lists   Lists    // published lists; empty: structure checks only
+	BWLimit int64    // bytes/s for rsync --bwlimit; 0 unlimited
+	Rsync   string   // the rsync binary (default "rsync")
+	Timeout time.Duration
+	// Progress, if set, is called with the transfer's state (from one goroutine).
+	Progress func(Progress)
+	// Event, if set, is called once per file verified or refused.
+	Event func(FileEvent)
+}
+
+// Progress is the transfer's state as rsync reports it.
+type Progress struct {
+	Bytes, TotalBytes int64 // transferred in this run / to transfer
+	Files, TotalFiles int   // verified in this run / to transfer
+}
+
+// FileEvent is one file verified (OK) or refused.
+type FileEvent struct {
+	Name, Rel string
+	OK        bool
+	Problems  []string
+}
+
+// Refusal is a file that failed verification: it is not in the
+// destination; the copy is kept under .tbhost-sync/refused.
+type Refusal struct {
+	Name     string   `json:"name"`
+	Rel      string   `json:"path"`
+	Problems []string `json:"problems"`
+	KeptAt   string   `json:"kept_at"`
+}
+
+// Report is the outcome of a sync.
+type Report struct {
+	From            string    `json:"from"`
+	To              string    `json:"to"`
+	Set             string    `json:"set"`
+	Lists           string    `json:"lists,omitempty"`
+	Checks          []string  `json:"checks"` // structure, size, trailer, sha256
+	Selected        int       `json:"selected"`
+	OnSource        int       `json:"on_source"`
+	AlreadyVerified int       `json:"already_verified"`
+	Landed          int       `json:"landed"`
+	Refused         []Refusal `json:"refused"`
+	// Missing are files of the selected set that the source does not have
+	// (names from the lists; without lists, only MissingCount is known).
+	Missing      []string `json:"missing"`
+	MissingCount int      `json:"missing_count"`
+	// Unlisted are table files of the set's piece counts on the source that
+	// the lists do not name (not copied).
+	Unlisted    []string `json:"unlisted"`
+	Bytes       int64    `json:"bytes_transferred"`
+	Seconds     float64  `json:"seconds"`
+	Complete    bool     `json:"complete"`
+	Interrupted bool     `json:"interrupted,omitempty"`
+	Warnings    []string `json:"warnings"`
+	StateFile   string   `json:"state_file"`
+}
+
+// ProblemsFound: refused files, or files of the set still missing.
+func (r Report) ProblemsFound() bool { return len(r.Refused) > 0 || r.MissingCount > 0 }
+
+// state is what the sync verified, keyed by table name.
+type state struct {
+	Version int                   `json:"version"`
+	Files   map[string]stateEntry `json:"files"`
+}
+
+type stateEntry struct {
+	Rel     string `json:"path"`
+	Size    int64  `json:"size"`
+	MtimeNs int64  `json:"mtime_ns"`
+	Digest  string `json:"digest,omitempty"`
+}
+
+type syncer struct {
+	opts                    Options
+	work, incoming, partial string
+	refused, statePath      string
+	verifier                *integrity.FileVerifier
+	mu                      sync.Mutex
+	st                      state
+	rep                     Report
+	byRel                   map[string]SourceFile
+	handled                 map[string]bool
+	bytes                   int64
+	totalBytes              int64
+	totalFiles, doneFiles   int
+}
+
+// Sync copies the selected tables from opts.From to opts.To, verifying
+// each as it lands. The error is for a sync that could not run (rsync
+// missing or failing, the destination not writable, interrupted); refused
+// and missing files are in the report (ProblemsFound).
+func Sync(ctx context.Context, opts Options) (Report, error) {
+	start := time.Now()
+	if opts.Rsync == "" {
+		opts.Rsync = "rsync"
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = 5 * time.Minute
+	}
+	s := &syncer{opts: opts, handled: map[string]bool{}}
+	s.rep = Report{From: opts.From, To: opts.To, Set: opts.Set.String(), Lists: opts.Lists.Dir,
+		Refused: []Refusal{}, Missing: []string{}, Unlisted: []string{}, Warnings: append([]string{}, opts.Lists.Warnings...)}
+	s.rep.Checks = []string{"structure"}
+	if opts.Lists.Sizes != nil {
+		s.rep.Checks = append(s.rep.Checks, "size")
+	}
+	if opts.Lists.Trailers != nil {
+		s.rep.Checks = append(s.rep.Checks, "trailer")
+	}
+	if opts.Lists.Checksums != nil {
+		s.rep.Checks = append(s.rep.Checks, string(opts.Lists.Checksums.Algo))
+	}
+	if opts.Lists.empty() {
+		s.rep.Warnings = append(s.rep.Warnings, "no published lists (--checksums DIR): files are checked for a valid table structure only, and missing files are counted, not named")
+	}
+	unlock, err := s.prepare()
+	if err != nil {
+		return s.rep, err
+	}
+	defer unlock()
+	err = s.run(ctx)
+	s.rep.Bytes = s.bytes
+	s.rep.Seconds = time.Since(start).Seconds()
+	if ctx.Err() != nil {
+		s.rep.Interrupted = true
+	}
+	s.rep.Complete = err == nil && !s.rep.ProblemsFound() && s.rep.AlreadyVerified+s.rep.Landed == s.rep.OnSource
+	return s.rep, err
+}
+
+// prepare makes the work directories, takes the lock and loads the state.
+func (s *syncer) prepare() (func(), error) {
+	to, err := filepath.Abs(s.opts.To)
+	if err != nil {
+		return nil, err
+	}
+	s.work = filepath.Join(to, ".tbhost-sync")
+	s.incoming, s.partial, s.refused = filepath.Join(s.work, "incoming"), filepath.Join(s.work, "partial"), filepath.Join(s.work, "refused")
+	s.statePath = filepath.Join(s.work, "state.json")
+	s.rep.StateFile = s.statePath
+	for _, d := range []string{to, s.work, s.incoming, s.partial, s.refused} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("destination %s: %w", d, err)
+		}
+	}
+	lock, err := os.OpenFile(filepath.Join(s.work, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock: %w", err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("another tbhost tables sync is running into %s (lock %s held)", to, lock.Name())
+	}
+	s.st = state{Version: 1, Files: map[string]stateEntry{}}
+	if b, err := os.ReadFile(s.statePath); err == nil {
+		var st state
+		if err := json.Unmarshal(b, &st); err != nil || st.Version != 1 || st.Files == nil {
+			lock.Close()
+			return nil, fmt.Errorf("state %s is not a tbhost tables sync state (%v): move it away to start over (verified files are then checked again)", s.statePath, err)
+		}
+		s.st = st
+	}
+	s.stopOrphans()
+	s.verifier = integrity.NewFileVerifier(integrity.VerifyOptions{Sizes: s.opts.Lists.Sizes, Trailers: s.opts.Lists.Trailers, Checksums: s.opts.Lists.Checksums})
+	return func() { lock.Close() }, nil
+}
+
+func (s *syncer) run(ctx context.Context) error {
+	listing, err := s.list(ctx)
+	if err != nil {
+		return err
+	}
+	files, warn, err := ParseListing(listing)
+	if err != nil {
+		return fmt.Errorf("source %s: %w", s.opts.From, err)
+	}
+	s.rep.Warnings = append(s.rep.Warnings, warn...)
+	toCopy := s.select_(files)
+	var transfer []SourceFile
+	for _, f := range toCopy {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		switch done, err := s.alreadyThere(ctx, f); {
+		case err != nil:
+			return err
+		case done:
+			continue
+		}
+		transfer = append(transfer, f)
+	}
+	s.byRel = map[string]SourceFile{}
+	for _, f := range transfer {
+		s.byRel[f.Rel] = f
+		s.totalBytes += f.Size
+	}
+	s.totalFiles = len(transfer)
+	s.progress()
+	if len(transfer) == 0 {
+		return nil
+	}
+	runErr := s.transfer(ctx, transfer)
+	// what rsync finished but was not handled yet (the last files, or all of
+	// them when its output was lost)
+	for _, f := range transfer {
+		if !s.isHandled(f.Rel) {
+			if st, err := os.Stat(filepath.Join(s.incoming, f.Rel)); err == nil && st.Size() == f.Size {
+				if err := s.land(ctx, f); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if runErr != nil {
+		return runErr
+	}
+	for _, f := range transfer {
+		if !s.isHandled(f.Rel) {
+			return fmt.Errorf("rsync finished but %s did not arrive in %s: run tbhost tables sync again", f.Rel, s.incoming)
+		}
+	}
+	return nil
+}
+
+// list runs rsync --list-only on the source.
+func (s *syncer) list(ctx context.Context) (string, error) {
+	args := []string{"--list-only", "-r", "--copy-links", "--no-human-readable", "--timeout=" + strconv.Itoa(int(s.opts.Timeout.Seconds())), source(s.opts.From)}
+	cmd := s.command(ctx, args...)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			return "", fmt.Errorf("rsync is not installed (Debian: apt install rsync), on this host and the old one: %w", err)
+		}
+		return "", fmt.Errorf("listing the source %s (%s %s): %w: %s", s.opts.From, s.opts.Rsync, strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+	}
+	return out.String(), nil
+}
+
+// source is the rsync source with a trailing slash: its contents, not the
+// directory itself.
+func source(from string) string {
+	if strings.HasSuffix(from, "/") || strings.HasSuffix(from, "::") {
+		return from
+	}
+	return from + "/"
+}
+
+func (s *syncer) command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, s.opts.Rsync, args...)
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	// its own process group (Ctrl-C reaches tbhost, which stops rsync), and
+	// killed with tbhost if tbhost dies (SIGKILL): no rsync writes on alone
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	return cmd
+}
+
+// select_ picks the source files of the set, and records what is missing
+// or unlisted.
+func (s *syncer) select_(files []SourceFile) []SourceFile {
+	onSource := map[string]bool{}
+	var out []SourceFile
+	lists := !s.opts.Lists.empty()
+	for _, f := range files {
+		if !s.opts.Set.Has(Pieces(f.Name)) {
+			continue
+		}
+		if lists && !s.verifier.Listed(f.Name) {
+			s.rep.Unlisted = append(s.rep.Unlisted, f.Rel)
+			continue
+		}
+		onSource[f.Name] = true
+		out = append(out, f)
+	}
+	s.rep.OnSource = len(out)
+	if lists {
+		for _, n := range s.opts.Lists.names() {
+			if !s.opts.Set.Has(Pieces(n)) {
+				continue
+			}
+			s.rep.Selected++
+			if !onSource[n] {
+				s.rep.Missing = append(s.rep.Missing, n)
+			}
+		}
+		s.rep.MissingCount = len(s.rep.Missing)
+		return out
+	}
+	for _, p := range capacity.PublishedSet() {
+		if s.opts.Set.Has(p.Pieces) {
+			s.rep.Selected += p.Files
+		}
+	}
+	if s.rep.Selected > len(out) {
+		s.rep.MissingCount = s.rep.Selected - len(out)
+	}
+	return out
+}
+
+// alreadyThere reports whether f needs no transfer: verified before (the
+// state, same size and mtime), found in the destination and verified now,
+// or complete in incoming/ (a run stopped before verifying it) and now
+// verified or refused.
+func (s *syncer) alreadyThere(ctx context.Context, f SourceFile) (bool, error) {
+	dest := filepath.Join(s.opts.To, f.Rel)
+	st, err := os.Stat(dest)
+	if err == nil && st.Mode().IsRegular() {
+		if e, ok := s.st.Files[f.Name]; ok && e.Rel == f.Rel && e.Size == st.Size() && e.MtimeNs == st.ModTime().UnixNano() {
+			s.rep.AlreadyVerified++
+			return true, nil
+		}
+		r, err := s.check(ctx, dest, f)
+		if err != nil {
+			return false, err
+		}
+		if len(r.Problems) == 0 {
+			s.record(f, st, r.Actual)
+			s.rep.AlreadyVerified++
+			return true, nil
+		}
+		// an unverified file in the way that does not pass: the copy replaces it
+		s.rep.Warnings = append(s.rep.Warnings, fmt.Sprintf("%s was in the destination but does not verify (%s): copying it again", dest, strings.Join(r.Problems, "; ")))
+	}
+	if st, err := os.Stat(filepath.Join(s.incoming, f.Rel)); err == nil && st.Size() == f.Size {
+		return true, s.land(ctx, f)
+	}
+	return false, nil
+}
+
+// check verifies a file: its table structure (a header tbhost can parse)
+// and the published lists.
+func (s *syncer) check(ctx context.Context, path string, f SourceFile) (integrity.FileResult, error) {
+	r, err := s.verifier.Check(ctx, path, f.Name)
+	if err != nil {
+		return r, err
+	}
+	if r.Verdict == integrity.VerdictUnlisted && s.opts.Lists.empty() {
+		r.Verdict = integrity.VerdictOK
+	}
+	if r.Size != f.Size {
+		r.Problems = append(r.Problems, fmt.Sprintf("%d bytes, the source listed %d", r.Size, f.Size))
+	}
+	if _, err := prefix.ParseFile(path); err != nil {
+		r.Problems = append(r.Problems, fmt.Sprintf("not a valid table: %v", err))
+	}
+	return r, nil
+}
+
+// land verifies a file rsync put in incoming/ and moves it into the
+// destination, or into refused/.
+func (s *syncer) land(ctx context.Context, f SourceFile) error {
+	s.markHandled(f.Rel)
+	in := filepath.Join(s.incoming, f.Rel)
+	r, err := s.check(ctx, in, f)
+	if err != nil {
+		return err
+	}
+	ev := FileEvent{Name: f.Name, Rel: f.Rel, OK: len(r.Problems) == 0, Problems: r.Problems}
+	if ev.OK {
+		dest := filepath.Join(s.opts.To, f.Rel)
+		if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+			return err
+		}
+		if err := os.Rename(in, dest); err != nil {
+			return fmt.Errorf("moving verified %s into place: %w", f.Rel, err)
+		}
+		st, err := os.Stat(dest)
+		if err != nil {
+			return err
+		}
+		s.record(f, st, r.Actual)
+		s.mu.Lock()
+		s.rep.Landed++
+		s.mu.Unlock()
+	} else {
+		kept := filepath.Join(s.refused, f.Rel)
+		if err := os.MkdirAll(filepath.Dir(kept), 0o755); err != nil {
+			return err
+		}
+		if err := os.Rename(in, kept); err != nil {
+			return fmt.Errorf("moving refused %s aside: %w", f.Rel, err)
+		}
+		s.mu.Lock()
+		s.rep.Refused = append(s.rep.Refused, Refusal{Name: f.Name, Rel: f.Rel, Problems: r.Problems, KeptAt: kept})
+		s.mu.Unlock()
+	}
+	s.mu.Lock()
+	s.doneFiles++
+	s.mu.Unlock()
+	if s.opts.Event != nil {
+		s.opts.Event(ev)
+	}
+	s.progress()
+	return nil
+}
+
+// record notes a verified file in the state, written atomically.
+func (s *syncer) record(f SourceFile, st os.FileInfo, digest string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.st.Files[f.Name] = stateEntry{Rel: f.Rel, Size: st.Size(), MtimeNs: st.ModTime().UnixNano(), Digest: digest}
+	b, _ := json.MarshalIndent(s.st, "", " ")
+	tmp := s.statePath + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err == nil {
+		if f, err := os.Open(tmp); err == nil {
+			f.Sync()
+			f.Close()
+		}
+		os.Rename(tmp, s.statePath)
+	}
+}
+
+func (s *syncer) markHandled(rel string) { s.mu.Lock(); s.handled[rel] = true; s.mu.Unlock() }
+func (s *syncer) isHandled(rel string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.handled[rel]
+}
+
+func (s *syncer) progress() {
+	if s.opts.Progress == nil {
+		return
+	}
+	s.mu.Lock()
+	p := Progress{Bytes: s.bytes, TotalBytes: s.totalBytes, Files: s.doneFiles, TotalFiles: s.totalFiles}
+	s.mu.Unlock()
+	s.opts.Progress(p)
+}
+
+// landedMark starts the line rsync prints for every file it finished.
+const landedMark = "TBHOST-LANDED "
+
+// transfer runs rsync for the files and verifies each as rsync reports it
+// done.
+func (s *syncer) transfer(ctx context.Context, files []SourceFile) error {
+	list := filepath.Join(s.work, "files-from")
+	var b strings.Builder
+	for _, f := range files {
+		b.WriteString(f.Rel)
+		b.WriteByte('\n')
+	}
+	if err := os.WriteFile(list, []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	args := []string{"--files-from=" + list, "--copy-links", "--times", "--partial", "--partial-dir=" + s.partial,
+		"--no-human-readable", "--info=progress2", "--no-inc-recursive", "--out-format=" + landedMark + "%b %n",
+		"--timeout=" + strconv.Itoa(int(s.opts.Timeout.Seconds()))}
+	if s.opts.BWLimit > 0 {
+		kib := s.opts.BWLimit / 1024
+		if kib < 1 {
+			kib = 1
+		}
+		args = append(args, "--bwlimit="+strconv.FormatInt(kib, 10))
+	}
+	args = append(args, source(s.opts.From), s.incoming+"/")
+	cmd := s.command(ctx, args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			return fmt.Errorf("rsync is not installed (Debian: apt install rsync): %w", err)
+		}
+		return err
+	}
+	// a rerun after tbhost was killed stops the rsync it left behind
+	os.WriteFile(s.pidFile(), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644)
+	defer os.Remove(s.pidFile())
+	landed := make(chan SourceFile, len(files))
+	verr := make(chan error, 1)
+	go func() {
+		var first error
+		for f := range landed {
+			if first != nil || s.isHandled(f.Rel) {
+				continue
+			}
+			if err := s.waitComplete(ctx, f); err != nil {
+				continue // left for the pass after rsync exits
+			}
+			if err := s.land(ctx, f); err != nil && first == nil {
+				first = err
+			}
+		}
+		verr <- first
+	}()
+	s.readOutput(stdout, landed)
+	close(landed)
+	runErr := cmd.Wait()
+	if err := <-verr; err != nil {
+		return err
+	}
+	if runErr != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("rsync from %s: %w: %s (rerun tbhost tables sync: verified files stay, partial ones resume)", s.opts.From, runErr, strings.TrimSpace(errb.String()))
+	}
+	return nil
+}
+
+// readOutput parses rsync's stdout: progress2 lines (separated by \r) and
+// the landed marks.
+func (s *syncer) readOutput(r io.Reader, landed chan<- SourceFile) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		for i, c := range data {
+			if c == '\n' || c == '\r' {
+				return i + 1, data[:i], nil
+			}
+		}
+		if atEOF && len(data) > 0 {
+			return len(data), data, nil
+		}
+		return 0, nil, nil
+	})
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, landedMark); ok {
+			_, rel, _ := strings.Cut(rest, " ")
+			if f, ok := s.byRel[rel]; ok {
+				landed <- f
+			}
+			continue
+		}
+		if n, ok := parseProgress2(line); ok {
+			s.mu.Lock()
+			s.bytes = n
+			s.mu.Unlock()
+			s.progress()
+		}
+	}
+}
+
+func (s *syncer) pidFile() string { return filepath.Join(s.work, "rsync.pid") }
+
+// stopOrphans kills the rsync process group a killed tbhost left behind
+// (SIGKILL gives tbhost no chance to stop it; Pdeathsig does not reach the
+// receiver rsync forks): it would go on writing into incoming/ beside the
+// new run. Only a process whose command line names this sync's incoming/
+// directory is killed (a pid may have been reused).
+func (s *syncer) stopOrphans() {
+	b, err := os.ReadFile(s.pidFile())
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		return
+	}
+	if len(s.groupMembers(pid)) == 0 {
+		return
+	}
+	syscall.Kill(-pid, syscall.SIGKILL)
+	for i := 0; i < 50 && len(s.groupMembers(pid)) > 0; i++ {
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.rep.Warnings = append(s.rep.Warnings, fmt.Sprintf("stopped rsync %d left running by an interrupted sync", pid))
+}
+
+// groupMembers lists the processes of process group pgid whose command
+// line names this sync's incoming/ directory (the rsync it started: the
+// first may be gone while the receiver it forked runs on).
+func (s *syncer) groupMembers(pgid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// "pid (comm) state ppid pgrp ...": comm may hold spaces and parens
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(f) < 3 || f[2] != strconv.Itoa(pgid) {
+			continue
+		}
+		if cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && strings.Contains(string(cmdline), s.incoming) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// parseProgress2 reads the bytes transferred so far from a progress2 line:
+// "      1234567  45%   10.23MB/s    0:00:12 (xfr#3, to-chk=10/20)".
+func parseProgress2(line string) (int64, bool) {
+	f := strings.Fields(line)
+	if len(f) < 4 || !strings.HasSuffix(f[1], "%") {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(strings.ReplaceAll(f[0], ",", ""), 10, 64)
+	return n, err == nil && n >= 0
+}
+
+// waitComplete waits (briefly) until rsync has renamed the finished file
+// into incoming/: it reports a file done just before the rename.
+func (s *syncer) waitComplete(ctx context.Context, f SourceFile) error {
+	p := filepath.Join(s.incoming, f.Rel)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if st, err := os.Stat(p); err == nil && st.Size() == f.Size {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not appear", p)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,91 @@
+package tablesync_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/tbhost/tbhost/internal/tablesync"
+	"github.com/tbhost/tbhost/internal/tablesync/rsyncd"
+)
+
+func sync(t *testing.T, h rsyncd.OldHost, to string) tablesync.Report {
+	t.Helper()
+	lists, err := tablesync.LoadLists(h.Lists)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, _ := tablesync.ParseSet("3-7")
+	rep, err := tablesync.Sync(context.Background(), tablesync.Options{From: h.URL, To: to, Set: set, Lists: lists})
+	if err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	return rep
+}
+
+// The acceptance of issue 17 item 1 on loopback: a file corrupted on the
+// old side is refused and named (only the digest can tell: same size, same
+// trailer); the missing-file report lists exactly the files removed on the
+// old side; every verified file is byte-identical; a verified file is
+// never replaced by a different one when the old side changes.
+func TestSyncRefusesCorruptNamesMissingKeepsVerified(t *testing.T) {
+	h := rsyncd.NewOldHost(t)
+	// corrupt KBNvK.rtbw in the middle: size and embedded trailer unchanged
+	p := h.Path("KBNvK.rtbw")
+	b, _ := os.ReadFile(p)
+	b[len(b)/2] ^= 0x40
+	os.WriteFile(p, b, 0o644)
+	removed := []string{"KQPvK.rtbw", "KRvKP.rtbz"}
+	for _, n := range removed {
+		if err := os.Remove(h.Path(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	to := t.TempDir()
+	rep := sync(t, h, to)
+	if rep.Landed != 21 || rep.AlreadyVerified != 0 || rep.OnSource != 22 || rep.Selected != 24 {
+		t.Errorf("landed %d, verified before %d, on source %d, selected %d; want 21, 0, 22, 24", rep.Landed, rep.AlreadyVerified, rep.OnSource, rep.Selected)
+	}
+	if len(rep.Refused) != 1 || rep.Refused[0].Name != "KBNvK.rtbw" || !strings.Contains(strings.Join(rep.Refused[0].Problems, ";"), "sha256 differs") {
+		t.Errorf("refused %+v, want KBNvK.rtbw with a sha256 mismatch", rep.Refused)
+	}
+	sort.Strings(removed)
+	if !reflect.DeepEqual(rep.Missing, removed) || rep.MissingCount != 2 {
+		t.Errorf("missing %v, want exactly %v", rep.Missing, removed)
+	}
+	if !rep.ProblemsFound() || rep.Complete {
+		t.Errorf("problems %v complete %v", rep.ProblemsFound(), rep.Complete)
+	}
+	if _, err := os.Stat(filepath.Join(to, "KBNvK.rtbw")); !os.IsNotExist(err) {
+		t.Errorf("the refused file is in the destination: %v", err)
+	}
+	for _, n := range h.Names {
+		if n == "KBNvK.rtbw" || n == removed[0] || n == removed[1] {
+			continue
+		}
+		rel := strings.TrimPrefix(h.Path(n), h.Dir+"/")
+		got, err := os.ReadFile(filepath.Join(to, rel))
+		want, _ := os.ReadFile(h.Path(n))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: not copied byte for byte (%v)", rel, err)
+		}
+	}
+	// the old side changes a file the new side has verified: never replaced
+	kbvk := filepath.Join(to, "KBvK.rtbw")
+	before, _ := os.ReadFile(kbvk)
+	changed := append([]byte{}, before...)
+	changed[len(changed)/2] ^= 1
+	os.WriteFile(h.Path("KBvK.rtbw"), changed, 0o644)
+	rep = sync(t, h, to)
+	if rep.AlreadyVerified != 21 || rep.Landed != 0 || len(rep.Refused) != 1 {
+		t.Errorf("rerun: verified before %d, landed %d, refused %d; want 21, 0, 1", rep.AlreadyVerified, rep.Landed, len(rep.Refused))
+	}
+	if after, _ := os.ReadFile(kbvk); !bytes.Equal(after, before) {
+		t.Error("a verified file was replaced by the old side's changed copy")
+	}
+}
