@@ -49,8 +49,8 @@ func syncCommand() *cli.Command {
      tbhost tables sync --from rsync://old-host/syzygy --to /srv/syzygy \
         --checksums /root/lists/syzygy-tables.info --bwlimit 100MiB/s --set 3-7`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "from", Usage: "rsync `SRC` of the old host's tables (rsync://host/module, host:/dir, or a directory)", Required: true},
-			&cli.StringFlag{Name: "to", Usage: "destination `DIR` (the new host's tables filesystem)", Required: true},
+			&cli.StringFlag{Name: "from", Usage: "rsync `SRC` of the old host's tables (rsync://host/module, host:/dir, or a directory)"},
+			&cli.StringFlag{Name: "to", Usage: "destination `DIR` (the new host's tables filesystem)"},
 			&cli.StringFlag{Name: "checksums", Usage: "`DIR` of the published lists (bytes.tsv, tbcheck.txt, sha256): check each file against them and name the missing ones"},
 			&cli.StringFlag{Name: "set", Value: "3-7", Usage: "piece counts to copy: a range or list within 3-7 (3-5, 6-7, 3,4,7)"},
 			&cli.StringFlag{Name: "bwlimit", Usage: "bandwidth limit, e.g. 100MiB/s (rsync --bwlimit; default unlimited)"},
@@ -66,6 +66,9 @@ func runSync(c *cli.Context) error {
 	g := cliutil.Get(c)
 	if c.NArg() > 0 {
 		return cliutil.Usagef("tables sync takes no arguments (got %q): use --from SRC --to DIR", c.Args().Slice())
+	}
+	if c.String("from") == "" || c.String("to") == "" {
+		return cliutil.Usagef("tables sync needs --from SRC (the old host's tables, e.g. rsync://old-host/syzygy) and --to DIR")
 	}
 	set, err := tablesync.ParseSet(c.String("set"))
 	if err != nil {
@@ -84,9 +87,6 @@ func runSync(c *cli.Context) error {
 		if opts.Lists, err = tablesync.LoadLists(d); err != nil {
 			return cliutil.CannotRun(err)
 		}
-	}
-	if strings.TrimSpace(opts.From) == "" || strings.TrimSpace(opts.To) == "" {
-		return cliutil.Usagef("--from and --to must not be empty")
 	}
 	var bar *progressbar.ProgressBar
 	lastLine := time.Now()
