@@ -278,8 +278,9 @@ func readDisk(ctx context.Context, h *hostFS, name string, dmNames map[string]st
 
 func currentScheduler(s string) string {
 	for _, f := range strings.Fields(s) {
-		if strings.HasPrefix(f, "[") && strings.HasSuffix(f, "]") {
-			return strings.Trim(f, "[]")
+		// exactly one pair of brackets around a name: "[]0]" is not one
+		if len(f) > 2 && f[0] == '[' && f[len(f)-1] == ']' && !strings.ContainsAny(f[1:len(f)-1], "[]") {
+			return f[1 : len(f)-1]
 		}
 	}
 	return s
