@@ -18,15 +18,18 @@ import (
 // reads/s, against the siblings that did too (m itself left out):
 //
 //	await ratio = r_await(m) / median(r_await of the siblings)
+//	reads ratio = r/s(m) / median(r/s of the siblings)
 //	busy ratio  = busy-per-I/O(m) / median(busy-per-I/O of the siblings)
 //	busy-per-I/O = %util x 10 / (r/s + w/s)   ms the disk was busy per I/O
 //
 // The interval counts as slow at level f when await ratio >= f, r_await
-// exceeds the siblings' median by at least slowMinExcessMS, and busy ratio
-// >= f/2 (the load guard: a member that is merely busier, one hot table
-// landing on it, queues more and so waits longer per read, but each I/O
-// keeps the disk busy no longer than on its siblings; a slow disk is busy
-// longer for every I/O). A member is flagged slow (WARNING) when every
+// exceeds the siblings' median by at least slowMinExcessMS, and the wait is
+// not explained by load: reads ratio <= hotReadsRatio (it reads no more
+// than its siblings) or busy ratio >= f/2. That is the load guard: a member
+// that is merely busier (one hot table landing on it) queues more and so
+// waits longer per read, but each I/O keeps the disk busy no longer than
+// on its siblings; a slow disk is busy longer for every I/O, or waits
+// longer while reading no more than its siblings. A member is flagged slow (WARNING) when every
 // interval it was judged in was slow at SlowFactor, and it was judged in at
 // least half the window's intervals; CRITICAL when every one was slow at
 // SlowCritFactor.
@@ -39,6 +42,10 @@ const slowMinExcessMS = 1.0
 // slowAwaitBaseMS: the siblings' median r_await is taken as at least this
 // (the kernel counts read time in whole ms: very fast siblings read as 0).
 const slowAwaitBaseMS = 0.1
+
+// hotReadsRatio: a member reading more than this many times its siblings'
+// median reads/s may wait longer because of its load (the load guard).
+const hotReadsRatio = 1.1
 
 // slowStats counts one member's slow intervals over a window.
 type slowStats struct {
@@ -60,15 +67,17 @@ func judgeSlowInterval(rates []Rates, cand []int, th Thresholds, st []slowStats)
 		return
 	}
 	for _, i := range busy {
-		var awaits, perIO []float64
+		var awaits, perIO, reads []float64
 		for _, j := range busy {
 			if j != i {
 				awaits = append(awaits, rates[j].RAwaitMS)
 				perIO = append(perIO, busyPerIO(rates[j]))
+				reads = append(reads, rates[j].ReadsPerS)
 			}
 		}
 		medAwait := math.Max(median(awaits), slowAwaitBaseMS)
 		medBusy := median(perIO)
+		notHot := rates[i].ReadsPerS <= hotReadsRatio*median(reads)
 		st[i].judged++
 		aw := rates[i].RAwaitMS
 		if aw-medAwait < slowMinExcessMS {
@@ -79,10 +88,10 @@ func judgeSlowInterval(rates []Rates, cand []int, th Thresholds, st []slowStats)
 		if medBusy > 0 {
 			busyRatio = busyPerIO(rates[i]) / medBusy
 		}
-		if ratio >= th.SlowFactor && busyRatio >= th.SlowFactor/2 {
+		if ratio >= th.SlowFactor && (notHot || busyRatio >= th.SlowFactor/2) {
 			st[i].warn++
 		}
-		if ratio >= th.SlowCritFactor && busyRatio >= th.SlowCritFactor/2 {
+		if ratio >= th.SlowCritFactor && (notHot || busyRatio >= th.SlowCritFactor/2) {
 			st[i].crit++
 		}
 	}
@@ -143,14 +152,14 @@ func flagSlow(ar *ArrayResult, cand []int, st []slowStats, th Thresholds) {
 		if sev.Rank() >= m.Severity.Rank() || m.Flag == FlagOK {
 			m.Flag, m.Severity = FlagSlow, Worse(m.Severity, sev)
 		}
-		serial := m.Serial
-		if serial == "" {
-			serial = "unknown"
+		who := "serial " + orDefault(m.Serial, "unknown")
+		if m.ID != "" {
+			who = m.ID + ", " + who
 		}
 		ar.Problems = append(ar.Problems, Problem{Severity: sev, Code: lvm.CodeMemberSlow, Text: fmt.Sprintf(
-			"%s: %s (serial %s, %s) slow: r_await %.1f ms, %%util %.0f, aqu-sz %.2f at %.1f reads/s, vs the siblings' median r_await %.1f ms "+
-				"(%.0fx; over %gx in %d of %d intervals); replace it: tbhost lvm replace %s --old %s --new NEWDISK",
-			ar.Name, m.Label(), serial, orDefault(m.ImageLabel(), "no image"), m.Rates.RAwaitMS, m.Rates.UtilPercent, m.Rates.QueueSize,
+			"%s: %s (%s, %s) slow: r_await %.1f ms, %%util %.0f, aqu-sz %.2f at %.1f reads/s, vs the siblings' median r_await %.1f ms "+
+				"(%.0fx; over %gx in %d of %d intervals); replace it: tbhost lvm replace %s --old /dev/%s --new NEWDISK",
+			ar.Name, m.Label(), who, orDefault(m.ImageLabel(), "no image"), m.Rates.RAwaitMS, m.Rates.UtilPercent, m.Rates.QueueSize,
 			m.Rates.ReadsPerS, m.SiblingsAwaitMS, m.AwaitRatio, factor, s.judged, ar.Intervals, ar.Name, m.Label())})
 	}
 }

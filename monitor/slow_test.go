@@ -96,7 +96,7 @@ func TestSlowMemberIsCriticalNamingIt(t *testing.T) {
 	if p == nil || p.Severity != Critical {
 		t.Fatalf("no CRITICAL member-slow finding: %v", ar.Problems)
 	}
-	for _, want := range []string{"sdc", "SER-SDC", "a_rimage_sdc", "r_await 506.6 ms", "%util 100", "median r_await 0.6 ms", "tbhost lvm replace vg/a --old sdc --new NEWDISK"} {
+	for _, want := range []string{"sdc", "SER-SDC", "a_rimage_sdc", "r_await 506.6 ms", "%util 100", "median r_await 0.6 ms", "tbhost lvm replace vg/a --old /dev/sdc --new NEWDISK", "id-sdc"} {
 		if !strings.Contains(p.Text, want) {
 			t.Errorf("finding lacks %q: %s", want, p.Text)
 		}
@@ -113,16 +113,21 @@ func TestSlowMemberIsCriticalNamingIt(t *testing.T) {
 // 4x the siblings' latency, for the whole window: WARNING, not CRITICAL.
 func TestModeratelySlowIsWarning(t *testing.T) {
 	hdd := ioRow{60, 12, 70}
+	// the same reads/s as its siblings (NCQ keeps up), 4x the wait: the
+	// busy time per I/O can only grow 1/0.7 here, the reads ratio says "not hot"
 	row := []ioRow{hdd, hdd, hdd, hdd, {60, 48, 100}, hdd}
-	// busy per I/O: 100%/60 vs 70%/60: 1.4x, below 3/2 -> the guard says
-	// "just busy"; make the slow disk's busy time per I/O really higher
-	row[4] = ioRow{30, 48, 100}
 	r := Evaluate([]Array{array(six...)}, latencySeq(six, repeat(6, row)), DefaultThresholds())
 	if got := slowOnly(r.Arrays[0]); len(got) != 1 || got[0] != "sde" || r.Arrays[0].Members[4].Severity != Warning {
 		t.Fatalf("slow %v, severity %s: %s", got, r.Arrays[0].Members[4].Severity, r.Summary)
 	}
 	if r.Status != Warning {
 		t.Errorf("status %s (the rate skew of sde is WARNING at most here): %s", r.Status, r.Summary)
+	}
+	// saturated and capped: it reads less, each I/O keeps it busy longer
+	row[4] = ioRow{30, 48, 100}
+	r = Evaluate([]Array{array(six...)}, latencySeq(six, repeat(6, row)), DefaultThresholds())
+	if got := slowOnly(r.Arrays[0]); len(got) != 1 || got[0] != "sde" || r.Arrays[0].Members[4].Severity != Warning {
+		t.Fatalf("capped: slow %v, severity %s: %s", got, r.Arrays[0].Members[4].Severity, r.Summary)
 	}
 }
 
@@ -246,5 +251,17 @@ func TestCapturedBalancedHasNoSlowMember(t *testing.T) {
 	r := checkTree(t, captured(t, "raid5-integrity-stripes5"), "vg-hdd/tables")
 	if got := slowOnly(r.Arrays[0]); len(got) != 0 {
 		t.Fatalf("slow %v in the balanced capture: %s", got, r.Summary)
+	}
+}
+
+// The derived slow tree end to end (discover, replay, judge): sdc, and only sdc, is slow.
+func TestDerivedSlowTree(t *testing.T) {
+	r := checkTree(t, derived(t, "slow"), "vg-hdd/tables")
+	ar := r.Arrays[0]
+	if r.Status != Warning || strings.Join(slowOnly(ar), ",") != "sdc" {
+		t.Fatalf("status %s slow %v: %s", r.Status, slowOnly(ar), r.Summary)
+	}
+	if !strings.Contains(r.Summary, "sdc (scsi-0QEMU_QEMU_HARDDISK_HDD3, serial") || !strings.Contains(r.Summary, "r_await 30.0 ms") {
+		t.Errorf("summary %q", r.Summary)
 	}
 }

@@ -87,6 +87,9 @@ func drawTable(w io.Writer, r Report, t time.Time, every time.Duration) error {
 		if a.Note != "" {
 			fmt.Fprintf(ew, "  note: %s\n", a.Note)
 		}
+		for _, n := range a.Notes {
+			fmt.Fprintf(ew, "  note: %s\n", n)
+		}
 	}
 	return ew.err
 }
@@ -96,9 +99,9 @@ func plainLines(w io.Writer, r Report, t time.Time) error {
 	ts := t.UTC().Format(time.RFC3339)
 	for _, a := range r.Arrays {
 		for _, m := range a.Members {
-			fmt.Fprintf(ew, "%s %s disk=%s id=%s image=%s r/s=%.1f rMB/s=%.2f r_await=%.1f util=%.1f aqu=%.2f share=%.3f flag=%s\n",
+			fmt.Fprintf(ew, "%s %s disk=%s id=%s image=%s r/s=%.1f rMB/s=%.2f r_await=%.1f x_sib=%.1f util=%.1f aqu=%.2f share=%.3f flag=%s\n",
 				ts, a.Name, m.Label(), orDefault(m.ID, "-"), orDefault(m.ImageLabel(), "-"), m.Rates.ReadsPerS,
-				m.Rates.ReadBytesPerS/1e6, m.Rates.RAwaitMS, m.Rates.UtilPercent, m.Rates.QueueSize, m.Share, m.Flag)
+				m.Rates.ReadBytesPerS/1e6, m.Rates.RAwaitMS, m.AwaitRatio, m.Rates.UtilPercent, m.Rates.QueueSize, m.Share, m.Flag)
 		}
 	}
 	return ew.err

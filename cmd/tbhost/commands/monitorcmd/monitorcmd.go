@@ -146,6 +146,7 @@ func checkCommand() *cli.Command {
 			&cli.StringFlag{Name: "no-traffic", Value: "ok", Usage: "status when too little traffic to judge skew: ok or unknown"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing when OK (cron mails only problems)"},
 			&cli.StringFlag{Name: "textfile", Usage: "also write the result as Prometheus text to `FILE`, atomically (node_exporter textfile collector)"},
+			slowFactorFlag(), slowCritFlag(), slowMinIOPSFlag(), skipFlag(),
 			cliutil.JSONFlag(),
 		},
 		OnUsageError: func(c *cli.Context, err error, _ bool) error {
@@ -203,6 +204,9 @@ func thresholds(c *cli.Context) (monitor.Thresholds, error) {
 	if th.MinReads < 0 {
 		return th, errors.New("--min-reads must be 0 or more")
 	}
+	if err := slowThresholds(c, &th); err != nil {
+		return th, err
+	}
 	switch strings.ToLower(c.String("no-traffic")) {
 	case "ok":
 		th.NoTraffic = monitor.OK
@@ -238,6 +242,7 @@ func watchCommand() *cli.Command {
 			&cli.IntFlag{Name: "count", Usage: "stop after `N` refreshes (0: until Ctrl-C)"},
 			&cli.BoolFlag{Name: "plain", Usage: "plain lines even on a terminal"},
 			&cli.Float64Flag{Name: "min-reads", Value: 10, Usage: "judge skew only when members average at least `N` reads/s each"},
+			slowFactorFlag(), slowCritFlag(), slowMinIOPSFlag(), skipFlag(),
 			cliutil.JSONFlag(),
 		},
 		Action: func(c *cli.Context) error {
@@ -252,6 +257,9 @@ func watchCommand() *cli.Command {
 			defer stop()
 			th := monitor.DefaultThresholds()
 			th.MinReads = c.Float64("min-reads")
+			if err := slowThresholds(c, &th); err != nil {
+				return cliutil.Usagef("%v", err)
+			}
 			err := monitor.Watch(ctx, env(g), g.Stdout, monitor.WatchOptions{
 				Names: c.Args().Slice(), Interval: c.Duration("interval"), Count: c.Int("count"),
 				Terminal: g.Terminal() && !c.Bool("plain"), JSON: g.JSON, Thresholds: th,
@@ -283,6 +291,7 @@ func serveCommand() *cli.Command {
 			&cli.DurationFlag{Name: "interval", Value: 15 * time.Second, Usage: "sample /proc/diskstats every `DURATION`"},
 			&cli.DurationFlag{Name: "topology-every", Value: 5 * time.Minute, Usage: "re-read the array topology (runs lvm) every `DURATION`"},
 			&cli.Float64Flag{Name: "min-reads", Value: 10, Usage: "export the skew ratio only when members average at least `N` reads/s each"},
+			slowFactorFlag(), slowCritFlag(), slowMinIOPSFlag(), skipFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			g := cliutil.Get(c)
@@ -291,6 +300,9 @@ func serveCommand() *cli.Command {
 			}
 			th := monitor.DefaultThresholds()
 			th.MinReads = c.Float64("min-reads")
+			if err := slowThresholds(c, &th); err != nil {
+				return cliutil.Usagef("%v", err)
+			}
 			exp := &monitor.Exporter{Env: env(g), Names: c.Args().Slice(), Interval: c.Duration("interval"),
 				TopologyEvery: c.Duration("topology-every"), Thresholds: th, Log: g.Log}
 			// the first sample proves that /sys, /proc and LVM can be read
@@ -310,4 +322,37 @@ func serveCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// The fail-slow flags (check, watch, serve): see docs/monitor.md.
+func slowFactorFlag() cli.Flag {
+	return &cli.Float64Flag{Name: "slow-factor", Value: 3, Usage: "WARNING (flag slow) when a member's r_await is `X` times its siblings' median in every judged interval"}
+}
+
+func slowCritFlag() cli.Flag {
+	return &cli.Float64Flag{Name: "slow-critical-factor", Value: 10, Usage: "CRITICAL when a slow member's r_await is `X` times its siblings' median in every judged interval"}
+}
+
+func slowMinIOPSFlag() cli.Flag {
+	return &cli.Float64Flag{Name: "slow-min-iops", Value: 5, Usage: "judge a member's latency only in intervals where it and a sibling read at least `N` reads/s"}
+}
+
+func skipFlag() cli.Flag {
+	return &cli.StringSliceFlag{Name: "skip", Usage: "leave `DISK` (sdc, a by-id name or path) out of skew and latency judgement, e.g. the disk an integrity scrub reads (repeatable)"}
+}
+
+func slowThresholds(c *cli.Context, th *monitor.Thresholds) error {
+	th.SlowFactor = c.Float64("slow-factor")
+	th.SlowCritFactor = c.Float64("slow-critical-factor")
+	th.SlowMinIOPS = c.Float64("slow-min-iops")
+	switch {
+	case !(th.SlowFactor > 1) || th.SlowFactor > 1e6:
+		return fmt.Errorf("--slow-factor %g: want a factor above 1, e.g. 3", th.SlowFactor)
+	case !(th.SlowCritFactor >= th.SlowFactor) || th.SlowCritFactor > 1e6:
+		return fmt.Errorf("--slow-critical-factor %g: want at least --slow-factor (%g), e.g. 10", th.SlowCritFactor, th.SlowFactor)
+	case !(th.SlowMinIOPS >= 0) || th.SlowMinIOPS > 1e9:
+		return fmt.Errorf("--slow-min-iops %g: want 0 or more reads/s, e.g. 5", th.SlowMinIOPS)
+	}
+	th.Skip = append(th.Skip, c.StringSlice("skip")...)
+	return nil
 }
