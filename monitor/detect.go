@@ -106,6 +106,7 @@ type MemberResult struct {
 	// sibling read). Slow: flagged slow (the flag may still say idle).
 	SiblingsAwaitMS, AwaitRatio float64
 	Slow                        bool
+	SlowSeverity                Severity // WARNING or CRITICAL when Slow
 	// Skipped: left out of skew and latency judgement (Thresholds.Skip).
 	Skipped bool
 }

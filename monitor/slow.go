@@ -148,7 +148,7 @@ func flagSlow(ar *ArrayResult, cand []int, st []slowStats, th Thresholds) {
 		if s.crit == s.judged {
 			sev, factor = Critical, th.SlowCritFactor
 		}
-		m.Slow = true
+		m.Slow, m.SlowSeverity = true, sev
 		if sev.Rank() >= m.Severity.Rank() || m.Flag == FlagOK {
 			m.Flag, m.Severity = FlagSlow, Worse(m.Severity, sev)
 		}

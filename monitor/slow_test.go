@@ -265,3 +265,34 @@ func TestDerivedSlowTree(t *testing.T) {
 		t.Errorf("summary %q", r.Summary)
 	}
 }
+
+// monitor serve exports the slow verdict and the latencies of the last interval.
+func TestExporterSlowMember(t *testing.T) {
+	e := &Exporter{Env: Env{Root: derived(t, "slow")}, Names: []string{"vg-hdd/tables"}, Interval: 5 * time.Second, TopologyEvery: time.Minute, Thresholds: DefaultThresholds()}
+	stepAll(t, e, 2)
+	out := scrape(t, e)
+	for _, want := range []string{
+		`tbhost_array_member_slow{array="vg-hdd/tables",disk="sdc",id="scsi-0QEMU_QEMU_HARDDISK_HDD3",image="tables_rimage_2"} 1`,
+		`tbhost_array_member_slow{array="vg-hdd/tables",disk="sdb",id="scsi-0QEMU_QEMU_HARDDISK_HDD2",image="tables_rimage_1"} 0`,
+		`tbhost_array_member_read_await_seconds{array="vg-hdd/tables",disk="sdc",id="scsi-0QEMU_QEMU_HARDDISK_HDD3",image="tables_rimage_2"} 0.03`,
+		`tbhost_array_member_read_await_ratio{array="vg-hdd/tables",disk="sdc",id="scsi-0QEMU_QEMU_HARDDISK_HDD3",image="tables_rimage_2"} 7.5`,
+		`tbhost_array_member_read_await_ratio{array="vg-hdd/tables",disk="sda",id="wwn-0x5000c500a0000001",image="tables_rimage_0"} 1`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if strings.Count(out, "tbhost_array_member_slow{") != 6 || strings.Count(out, "} 1\n") < 1 {
+		t.Errorf("want a slow verdict per member:\n%s", grepLines(out, "tbhost_array_member_slow"))
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
