@@ -179,6 +179,14 @@ func evaluateArray(a Array, samples []Sample, th Thresholds) ArrayResult {
 			cand = append(cand, i)
 		}
 	}
+	if len(cand) == 0 && len(present) > 1 {
+		// every member is skipped (a scrub reading all images at once):
+		// the load is the same on each, so they compare among themselves
+		cand = append([]int(nil), present...)
+		for _, i := range present {
+			ar.Members[i].Skipped = false
+		}
+	}
 	if len(samples) < 2 {
 		ar.Note = "fewer than two samples: no rates"
 		ar.Problems = append(ar.Problems, Problem{Severity: Unknown, Code: lvm.CodeNoSamples, Text: fmt.Sprintf("%s: %s", a.Name, ar.Note)})

@@ -21,7 +21,9 @@ type Exporter struct {
 	Interval      time.Duration // between samples (the skew ratio is over one interval)
 	TopologyEvery time.Duration // re-discover arrays (LVM calls) this often
 	Thresholds    Thresholds
-	Log           *slog.Logger
+	// ScrubStates: as CheckOptions.ScrubStates (re-read every Step).
+	ScrubStates []string
+	Log         *slog.Logger
 	// Clock paces the sampling (nil: the wall clock). A replayed snapshot is
 	// served at this pace too, and its last sample stays served after the end.
 	Clock Clock
@@ -126,7 +128,8 @@ func (e *Exporter) Step(ctx context.Context) error {
 	e.prev, e.last = e.last, s
 	e.samples++
 	if e.samples >= 2 {
-		e.report = Evaluate(e.topo.Arrays, []Sample{e.prev, e.last}, e.Thresholds)
+		th, _ := e.Env.withScrubSkip(e.topo.Arrays, e.ScrubStates, e.Thresholds)
+		e.report = Evaluate(e.topo.Arrays, []Sample{e.prev, e.last}, th)
 	}
 	return nil
 }

@@ -17,6 +17,8 @@ type WatchOptions struct {
 	Terminal   bool // redraw a table in place; otherwise append plain lines
 	JSON       bool // one JSON object (the check --json shape) per refresh
 	Thresholds Thresholds
+	// ScrubStates: as CheckOptions.ScrubStates (re-read every refresh).
+	ScrubStates []string
 }
 
 // Watch samples every interval and shows each array's members: a table
@@ -50,7 +52,9 @@ func Watch(ctx context.Context, e Env, w io.Writer, o WatchOptions) error {
 		if err != nil {
 			return fmt.Errorf("sampling: %w", err)
 		}
-		r := Evaluate(topo.Arrays, []Sample{prev, cur}, o.Thresholds)
+		th, scrubNotes := e.withScrubSkip(topo.Arrays, o.ScrubStates, o.Thresholds)
+		r := Evaluate(topo.Arrays, []Sample{prev, cur}, th)
+		r.Notes = scrubNotes
 		switch {
 		case o.JSON:
 			b, err := json.Marshal(r.JSON())

@@ -2,8 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // issue 20: a fail-slow member is WARNING (exit 1) naming it; the flags
@@ -79,5 +83,56 @@ func TestMonitorWatchSlowMember(t *testing.T) {
 	}
 	if !strings.Contains(sdc, "x_sib=7.5") || !strings.Contains(sdc, "flag=slow") {
 		t.Errorf("sdc line %q", sdc)
+	}
+}
+
+// The member a running integrity scrub reads (its state file's
+// reading_disks, fresh) is not flagged slow; a stale or garbage state file
+// hides nothing; a scrub reading every image leaves them comparable.
+func TestMonitorCheckSkipsTheDiskTheScrubReads(t *testing.T) {
+	root := derived(t, "slow")
+	state := filepath.Join(root, "var", "lib", "tbhost", "scrub-vg-hdd-tables.json")
+	if err := os.MkdirAll(filepath.Dir(state), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(disks string, updated time.Time) {
+		t.Helper()
+		doc := fmt.Sprintf(`{"lv_uuid":"x","pass":1,"updated":%q,"reading_images":["tables_rimage_2"],"reading_disks":%s,"pid":4242}`, updated.Format(time.RFC3339Nano), disks)
+		if err := os.WriteFile(state, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`["/dev/sdc"]`, time.Now())
+	code, out, _ := runTB(t, nil, "--root", root, "monitor", "check", "vg-hdd/tables")
+	if code != 0 || !strings.Contains(out, "an integrity scrub reads sdc") || !strings.Contains(out, "sdc left out") {
+		t.Errorf("scrub reading sdc: exit %d, want 0 with a note\n%s", code, out)
+	}
+	write(`["/dev/sdc"]`, time.Now().Add(-10*time.Minute)) // killed -9 long ago
+	if code, out, _ = runTB(t, nil, "--root", root, "monitor", "check", "vg-hdd/tables"); code != 1 {
+		t.Errorf("stale scrub state: exit %d, want 1 (sdc judged)\n%s", code, out)
+	}
+	write(`["/dev/sda","/dev/sdb","/dev/sdc","/dev/sdd","/dev/sde","/dev/sdf"]`, time.Now())
+	if code, out, _ = runTB(t, nil, "--root", root, "monitor", "check", "vg-hdd/tables"); code != 1 {
+		t.Errorf("scrub reading every image: exit %d, want 1 (same load on all: still judged)\n%s", code, out)
+	}
+	write(`["../../etc/passwd"]`, time.Now())
+	if code, out, _ = runTB(t, nil, "--root", root, "monitor", "check", "vg-hdd/tables"); code != 1 || !strings.Contains(out, "ignored") {
+		t.Errorf("bad reading_disks: exit %d, want 1 with a note\n%s", code, out)
+	}
+	if err := os.WriteFile(state, []byte("{garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ = runTB(t, nil, "--root", root, "monitor", "check", "vg-hdd/tables"); code != 1 || !strings.Contains(out, "not a scrub state") {
+		t.Errorf("garbage state: exit %d, want 1 with a note\n%s", code, out)
+	}
+	// --scrub-state names a state elsewhere
+	os.Remove(state)
+	other := filepath.Join(t.TempDir(), "my-scrub.json")
+	write(`["/dev/sdc"]`, time.Now())
+	if err := os.Rename(state, other); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ = runTB(t, nil, "--root", root, "monitor", "check", "--scrub-state", other, "vg-hdd/tables"); code != 0 {
+		t.Errorf("--scrub-state: exit %d, want 0\n%s", code, out)
 	}
 }

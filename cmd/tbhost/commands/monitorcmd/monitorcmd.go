@@ -146,7 +146,7 @@ func checkCommand() *cli.Command {
 			&cli.StringFlag{Name: "no-traffic", Value: "ok", Usage: "status when too little traffic to judge skew: ok or unknown"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing when OK (cron mails only problems)"},
 			&cli.StringFlag{Name: "textfile", Usage: "also write the result as Prometheus text to `FILE`, atomically (node_exporter textfile collector)"},
-			slowFactorFlag(), slowCritFlag(), slowMinIOPSFlag(), skipFlag(),
+			slowFactorFlag(), slowCritFlag(), slowMinIOPSFlag(), skipFlag(), scrubStateFlag(),
 			cliutil.JSONFlag(),
 		},
 		OnUsageError: func(c *cli.Context, err error, _ bool) error {
@@ -163,6 +163,7 @@ func checkCommand() *cli.Command {
 			}
 			r, err := monitor.Check(c.Context, env(g), monitor.CheckOptions{
 				Names: c.Args().Slice(), For: c.Duration("for"), Interval: c.Duration("interval"), Thresholds: th,
+				ScrubStates: c.StringSlice("scrub-state"),
 			})
 			if err != nil {
 				return nagios(c, err)
@@ -242,7 +243,7 @@ func watchCommand() *cli.Command {
 			&cli.IntFlag{Name: "count", Usage: "stop after `N` refreshes (0: until Ctrl-C)"},
 			&cli.BoolFlag{Name: "plain", Usage: "plain lines even on a terminal"},
 			&cli.Float64Flag{Name: "min-reads", Value: 10, Usage: "judge skew only when members average at least `N` reads/s each"},
-			slowFactorFlag(), slowCritFlag(), slowMinIOPSFlag(), skipFlag(),
+			slowFactorFlag(), slowCritFlag(), slowMinIOPSFlag(), skipFlag(), scrubStateFlag(),
 			cliutil.JSONFlag(),
 		},
 		Action: func(c *cli.Context) error {
@@ -262,7 +263,7 @@ func watchCommand() *cli.Command {
 			}
 			err := monitor.Watch(ctx, env(g), g.Stdout, monitor.WatchOptions{
 				Names: c.Args().Slice(), Interval: c.Duration("interval"), Count: c.Int("count"),
-				Terminal: g.Terminal() && !c.Bool("plain"), JSON: g.JSON, Thresholds: th,
+				Terminal: g.Terminal() && !c.Bool("plain"), JSON: g.JSON, Thresholds: th, ScrubStates: c.StringSlice("scrub-state"),
 			})
 			if err != nil {
 				return cliutil.CannotRun(err)
@@ -291,7 +292,7 @@ func serveCommand() *cli.Command {
 			&cli.DurationFlag{Name: "interval", Value: 15 * time.Second, Usage: "sample /proc/diskstats every `DURATION`"},
 			&cli.DurationFlag{Name: "topology-every", Value: 5 * time.Minute, Usage: "re-read the array topology (runs lvm) every `DURATION`"},
 			&cli.Float64Flag{Name: "min-reads", Value: 10, Usage: "export the skew ratio only when members average at least `N` reads/s each"},
-			slowFactorFlag(), slowCritFlag(), slowMinIOPSFlag(), skipFlag(),
+			slowFactorFlag(), slowCritFlag(), slowMinIOPSFlag(), skipFlag(), scrubStateFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			g := cliutil.Get(c)
@@ -304,7 +305,7 @@ func serveCommand() *cli.Command {
 				return cliutil.Usagef("%v", err)
 			}
 			exp := &monitor.Exporter{Env: env(g), Names: c.Args().Slice(), Interval: c.Duration("interval"),
-				TopologyEvery: c.Duration("topology-every"), Thresholds: th, Log: g.Log}
+				TopologyEvery: c.Duration("topology-every"), Thresholds: th, ScrubStates: c.StringSlice("scrub-state"), Log: g.Log}
 			// the first sample proves that /sys, /proc and LVM can be read
 			if err := exp.Step(c.Context); err != nil {
 				return cliutil.CannotRun(err)
@@ -355,4 +356,8 @@ func slowThresholds(c *cli.Context, th *monitor.Thresholds) error {
 	}
 	th.Skip = append(th.Skip, c.StringSlice("skip")...)
 	return nil
+}
+
+func scrubStateFlag() cli.Flag {
+	return &cli.StringSliceFlag{Name: "scrub-state", Usage: "also read the integrity scrub state `FILE` (besides /var/lib/tbhost/scrub-<vg>-<lv>.json): the disks a running scrub reads are left out of skew and latency judgement (repeatable)"}
 }
