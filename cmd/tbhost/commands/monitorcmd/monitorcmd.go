@@ -123,6 +123,14 @@ func checkCommand() *cli.Command {
    raid mismatches, and topology smells (an image spanning several disks, PVs of the
    VG the array does not use) are WARNING.
 
+   Fail-slow: a member whose r_await is --slow-factor (3) times its siblings' median in
+   every interval it is judged in (it and a sibling read --slow-min-iops, 5 reads/s; at
+   least half the window), not explained by load (it reads no more than 1.1x the others,
+   or each I/O keeps it busier), is flagged slow: WARNING, CRITICAL at
+   --slow-critical-factor (10). The finding names the disk, its serial and the replace
+   command. The disk a running integrity scrub reads (its state file, --scrub-state) and
+   disks given with --skip are left out.
+
    Too little traffic: an interval is judged only when the members average at least
    --min-reads reads/s each (default 10; fewer reads cannot tell skew from chance).
    When no interval could be judged, skew is not judged and the status comes from
@@ -283,6 +291,10 @@ func serveCommand() *cli.Command {
      tbhost_array_member_read_time_seconds_total, _io_time_seconds_total)
      tbhost_array_member_skew_ratio{array,image,disk,id}         (1 = balanced, 0 = idle;
                                                                   only when the array reads enough)
+     tbhost_array_member_read_await_seconds, _read_await_ratio, _slow{array,image,disk,id}
+                                                                 (r_await of the last interval, its
+                                                                  ratio to the siblings' median, the
+                                                                  fail-slow verdict 0/1/2)
      tbhost_array_status, _degraded, _syncing, _sync_progress_ratio, _integrity_mismatches,
      tbhost_array_member_missing, tbhost_array_problems, tbhost_monitor_last_sample_timestamp_seconds
    Listens on loopback by default: put a reverse proxy or Prometheus on the same host,
