@@ -85,6 +85,12 @@ func readScrubState(path string, now time.Time) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseScrubState(b, now)
+}
+
+// parseScrubState returns the disks a state file's bytes say are being
+// read, when its updated time is fresh at now.
+func parseScrubState(b []byte, now time.Time) ([]string, error) {
 	var st scrubState
 	if err := json.Unmarshal(b, &st); err != nil {
 		return nil, fmt.Errorf("not a scrub state (JSON): %w", err)
