@@ -18,13 +18,13 @@ import (
 // reads/s, against the siblings that did too (m itself left out):
 //
 //	await ratio = r_await(m) / median(r_await of the siblings)
-//	reads ratio = r/s(m) / median(r/s of the siblings)
+//	IOPS ratio  = (r/s + w/s)(m) / median((r/s + w/s) of the siblings)
 //	busy ratio  = busy-per-I/O(m) / median(busy-per-I/O of the siblings)
 //	busy-per-I/O = %util x 10 / (r/s + w/s)   ms the disk was busy per I/O
 //
 // The interval counts as slow at level f when await ratio >= f, r_await
 // exceeds the siblings' median by at least slowMinExcessMS, and the wait is
-// not explained by load: reads ratio <= hotReadsRatio (it reads no more
+// not explained by load: IOPS ratio <= hotReadsRatio (it does no more I/O
 // than its siblings) or busy ratio >= f/2. That is the load guard: a member
 // that is merely busier (one hot table landing on it) queues more and so
 // waits longer per read, but each I/O keeps the disk busy no longer than
@@ -43,8 +43,8 @@ const slowMinExcessMS = 1.0
 // (the kernel counts read time in whole ms: very fast siblings read as 0).
 const slowAwaitBaseMS = 0.1
 
-// hotReadsRatio: a member reading more than this many times its siblings'
-// median reads/s may wait longer because of its load (the load guard).
+// hotReadsRatio: a member doing more than this many times its siblings'
+// median I/O per second may wait longer because of its load (the load guard).
 const hotReadsRatio = 1.1
 
 // slowStats counts one member's slow intervals over a window.
@@ -67,34 +67,63 @@ func judgeSlowInterval(rates []Rates, cand []int, th Thresholds, st []slowStats)
 		return
 	}
 	for _, i := range busy {
-		var awaits, perIO, reads []float64
+		var sib []Rates
 		for _, j := range busy {
 			if j != i {
-				awaits = append(awaits, rates[j].RAwaitMS)
-				perIO = append(perIO, busyPerIO(rates[j]))
-				reads = append(reads, rates[j].ReadsPerS)
+				sib = append(sib, rates[j])
 			}
 		}
-		medAwait := math.Max(median(awaits), slowAwaitBaseMS)
-		medBusy := median(perIO)
-		notHot := rates[i].ReadsPerS <= hotReadsRatio*median(reads)
+		c := CompareLatency(rates[i], sib)
 		st[i].judged++
-		aw := rates[i].RAwaitMS
-		if aw-medAwait < slowMinExcessMS {
-			continue
-		}
-		ratio := aw / medAwait
-		busyRatio := math.Inf(1)
-		if medBusy > 0 {
-			busyRatio = busyPerIO(rates[i]) / medBusy
-		}
-		if ratio >= th.SlowFactor && (notHot || busyRatio >= th.SlowFactor/2) {
+		if c.SlowAt(th.SlowFactor) {
 			st[i].warn++
 		}
-		if ratio >= th.SlowCritFactor && (notHot || busyRatio >= th.SlowCritFactor/2) {
+		if c.SlowAt(th.SlowCritFactor) {
 			st[i].crit++
 		}
 	}
+}
+
+// LatencyComparison is one disk's read latency against its siblings' over
+// the same interval (the fail-slow rule; bench probe's per-disk table uses
+// it too).
+type LatencyComparison struct {
+	// AwaitRatio: its r_await over the siblings' median r_await (taken as
+	// at least 0.1 ms); ExcessMS: the difference.
+	AwaitRatio, ExcessMS float64
+	// IOPSRatio: its (r/s + w/s) over the siblings' median; BusyRatio: its
+	// busy time per I/O over theirs (+Inf when theirs is 0).
+	IOPSRatio, BusyRatio float64
+}
+
+// CompareLatency compares m with its siblings (none: the zero comparison).
+func CompareLatency(m Rates, siblings []Rates) LatencyComparison {
+	if len(siblings) == 0 {
+		return LatencyComparison{}
+	}
+	awaits := make([]float64, len(siblings))
+	perIO := make([]float64, len(siblings))
+	iops := make([]float64, len(siblings))
+	for k, r := range siblings {
+		awaits[k], perIO[k], iops[k] = r.RAwaitMS, busyPerIO(r), r.ReadsPerS+r.WritesPerS
+	}
+	medAwait := math.Max(median(awaits), slowAwaitBaseMS)
+	c := LatencyComparison{AwaitRatio: m.RAwaitMS / medAwait, ExcessMS: m.RAwaitMS - medAwait, BusyRatio: math.Inf(1)}
+	if med := median(iops); med > 0 {
+		c.IOPSRatio = (m.ReadsPerS + m.WritesPerS) / med
+	}
+	if med := median(perIO); med > 0 {
+		c.BusyRatio = busyPerIO(m) / med
+	}
+	return c
+}
+
+// SlowAt reports whether the comparison is slow at factor f: r_await f
+// times the siblings' median and slowMinExcessMS above it, not explained
+// by load (no more I/O than hotReadsRatio times theirs, or each I/O keeps
+// the disk busy f/2 times longer).
+func (c LatencyComparison) SlowAt(f float64) bool {
+	return c.AwaitRatio >= f && c.ExcessMS >= slowMinExcessMS && (c.IOPSRatio <= hotReadsRatio || c.BusyRatio >= f/2)
 }
 
 // busyPerIO is the ms the disk was busy per I/O (reads and writes).

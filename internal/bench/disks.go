@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -36,8 +35,9 @@ type DiskIO struct {
 	// AwaitRatio is its r_await over the median of the other disks' (0
 	// when none of them read).
 	AwaitRatio float64 `json:"await_ratio"`
-	// Slow: r_await at least SlowRatio times the others' median and 1 ms
-	// above it (monitor check's rule of thumb, without its persistence).
+	// Slow: monitor's fail-slow rule for one interval at SlowRatio (r_await
+	// 3x the others' median and 1 ms above it, not explained by more I/O),
+	// without check's persistence; at least 20 reads in the run.
 	Slow bool `json:"slow,omitempty"`
 }
 
@@ -162,6 +162,7 @@ func (w *DiskWatch) Since(a, b diskstats.Sample) []DiskIO {
 	}
 	secs := b.Time.Sub(a.Time).Seconds()
 	out := make([]DiskIO, 0, len(w.Disks))
+	rates := make([]diskstats.Rates, 0, len(w.Disks))
 	for _, d := range w.Disks {
 		x, ok1 := a.Devices[d]
 		y, ok2 := b.Devices[d]
@@ -174,36 +175,35 @@ func (w *DiskWatch) Since(a, b diskstats.Sample) []DiskIO {
 		}
 		out = append(out, DiskIO{Disk: d, Reads: r.Reads, ReadsPerS: r.ReadsPerS, ReadBytes: r.ReadBytesPerS * secs,
 			RAwaitMS: r.RAwaitMS, UtilPercent: r.UtilPercent, QueueSize: r.QueueSize})
+		rates = append(rates, r)
 	}
-	markSlow(out)
+	markSlow(out, rates)
 	return out
 }
 
-// markSlow sets each disk's AwaitRatio against the median of the others
-// that read, and Slow when it is SlowRatio or more and 1 ms above.
-func markSlow(ds []DiskIO) {
+// markSlow sets each disk's AwaitRatio against the others that read, and
+// Slow by monitor's fail-slow rule at SlowRatio (r_await SlowRatio times
+// the others' median and 1 ms above it, not explained by more I/O than
+// theirs), for a disk with at least slowMinReads reads in the run.
+func markSlow(ds []DiskIO, rates []diskstats.Rates) {
 	for i := range ds {
 		if ds[i].Reads == 0 {
 			continue
 		}
-		var others []float64
+		var others []diskstats.Rates
 		for j := range ds {
 			if j != i && ds[j].Reads > 0 {
-				others = append(others, ds[j].RAwaitMS)
+				others = append(others, rates[j])
 			}
 		}
-		if len(others) == 0 {
-			continue
-		}
-		sort.Float64s(others)
-		med := others[len(others)/2]
-		if len(others)%2 == 0 {
-			med = (others[len(others)/2-1] + others[len(others)/2]) / 2
-		}
-		ds[i].AwaitRatio = ds[i].RAwaitMS / math.Max(med, 0.1)
-		ds[i].Slow = ds[i].AwaitRatio >= SlowRatio && ds[i].RAwaitMS-med >= 1
+		c := monitor.CompareLatency(rates[i], others)
+		ds[i].AwaitRatio = c.AwaitRatio
+		ds[i].Slow = ds[i].Reads >= slowMinReads && c.SlowAt(SlowRatio)
 	}
 }
+
+// slowMinReads: fewer reads in a run cannot tell a slow disk from chance.
+const slowMinReads = 20
 
 // WriteDisks prints, per run that has them, the per-disk table.
 func (r *Report) WriteDisks(w io.Writer) error {

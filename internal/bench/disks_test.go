@@ -119,3 +119,26 @@ func TestRunProbesReportsPerDiskReads(t *testing.T) {
 		t.Errorf("table %v:\n%s", err, buf.String())
 	}
 }
+
+// A disk that also writes (ext4's journal and atime updates land on one
+// member) waits longer for its reads because it is busier, not slower: not
+// marked. The same wait without the writes is.
+func TestDiskWatchBusyWithWritesIsNotSlow(t *testing.T) {
+	per := map[string][2]float64{"sda": {150, 2}, "sdb": {150, 2}, "sdc": {150, 2}, "sdd": {150, 2}}
+	s := diskSamples(per)
+	d := s[1].Devices["sdd"]
+	d.ReadTicks = s[0].Devices["sdd"].ReadTicks + 150*9 // 9 ms per read
+	d.WriteIOs, d.WriteTicks = 600, 600*2
+	d.IOsTotalTicks = s[0].Devices["sdd"].IOsTotalTicks + (150+600)*2 // 2 ms busy per I/O, like the others
+	s[1].Devices["sdd"] = d
+	w := &DiskWatch{Disks: []string{"sda", "sdb", "sdc", "sdd"}}
+	ds := w.Since(s[0], s[1])
+	if ds[3].AwaitRatio < 4 || ds[3].Slow {
+		t.Errorf("busy sdd: ratio %.1f slow %v, want a high ratio and not slow", ds[3].AwaitRatio, ds[3].Slow)
+	}
+	d.WriteIOs, d.WriteTicks = 0, 0
+	s[1].Devices["sdd"] = d
+	if ds := w.Since(s[0], s[1]); !ds[3].Slow {
+		t.Errorf("sdd at 4.5x without writes: %+v, want slow", ds[3])
+	}
+}
