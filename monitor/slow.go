@@ -24,15 +24,16 @@ import (
 //
 // The interval counts as slow at level f when await ratio >= f, r_await
 // exceeds the siblings' median by at least slowMinExcessMS, and the wait is
-// not explained by load: IOPS ratio <= hotReadsRatio (it does no more I/O
+// not explained by load: IOPS ratio <= hotIOPSRatio (it does no more I/O
 // than its siblings) or busy ratio >= f/2. That is the load guard: a member
 // that is merely busier (one hot table landing on it) queues more and so
 // waits longer per read, but each I/O keeps the disk busy no longer than
 // on its siblings; a slow disk is busy longer for every I/O, or waits
-// longer while reading no more than its siblings. A member is flagged slow (WARNING) when every
-// interval it was judged in was slow at SlowFactor, and it was judged in at
-// least half the window's intervals; CRITICAL when every one was slow at
-// SlowCritFactor.
+// longer while doing no more I/O than its siblings.
+//
+// A member is flagged slow (WARNING) when every interval it was judged in
+// was slow at SlowFactor, and it was judged in at least half the window's
+// intervals; CRITICAL when every one was slow at SlowCritFactor.
 
 // slowMinExcessMS: r_await must exceed the siblings' median by at least
 // this much. Ratios of sub-millisecond latencies (NVMe, or the host's page
@@ -43,9 +44,9 @@ const slowMinExcessMS = 1.0
 // (the kernel counts read time in whole ms: very fast siblings read as 0).
 const slowAwaitBaseMS = 0.1
 
-// hotReadsRatio: a member doing more than this many times its siblings'
+// hotIOPSRatio: a member doing more than this many times its siblings'
 // median I/O per second may wait longer because of its load (the load guard).
-const hotReadsRatio = 1.1
+const hotIOPSRatio = 1.1
 
 // slowStats counts one member's slow intervals over a window.
 type slowStats struct {
@@ -120,10 +121,10 @@ func CompareLatency(m Rates, siblings []Rates) LatencyComparison {
 
 // SlowAt reports whether the comparison is slow at factor f: r_await f
 // times the siblings' median and slowMinExcessMS above it, not explained
-// by load (no more I/O than hotReadsRatio times theirs, or each I/O keeps
+// by load (no more I/O than hotIOPSRatio times theirs, or each I/O keeps
 // the disk busy f/2 times longer).
 func (c LatencyComparison) SlowAt(f float64) bool {
-	return c.AwaitRatio >= f && c.ExcessMS >= slowMinExcessMS && (c.IOPSRatio <= hotReadsRatio || c.BusyRatio >= f/2)
+	return c.AwaitRatio >= f && c.ExcessMS >= slowMinExcessMS && (c.IOPSRatio <= hotIOPSRatio || c.BusyRatio >= f/2)
 }
 
 // busyPerIO is the ms the disk was busy per I/O (reads and writes).
