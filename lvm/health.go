@@ -173,6 +173,9 @@ const (
 	CodeMemberIdle   Code = "member-idle"
 	CodeMemberSkewed Code = "member-skewed"
 	CodeMemberGone   Code = "member-gone"
+	// CodeMemberSlow: a member whose read latency stays far above its
+	// siblings' under the same traffic (fail-slow; monitor, issue 20).
+	CodeMemberSlow Code = "member-slow"
 	// CodeMemberFaulty: an md member marked faulty (md's dev-*/state).
 	CodeMemberFaulty Code = "member-faulty"
 	// CodeArrayState: an md array_state that is not clean or active.

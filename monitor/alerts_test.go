@@ -23,7 +23,7 @@ func TestAlertRules(t *testing.T) {
 		}
 		return out
 	}
-	if out := run("check", "rules", "alerts/tbhost.rules.yml"); !strings.Contains(out, "SUCCESS: 5 rules found") {
+	if out := run("check", "rules", "alerts/tbhost.rules.yml"); !strings.Contains(out, "SUCCESS: 15 rules found") {
 		t.Errorf("check rules: %s", out)
 	}
 	run("test", "rules", "alerts/tbhost.rules_test.yml")
@@ -38,7 +38,7 @@ func TestAlertRulesUseExportedMetrics(t *testing.T) {
 	e := &Exporter{Env: Env{Root: derived(t, "balanced")}, Interval: 1, TopologyEvery: 1, Thresholds: DefaultThresholds()}
 	stepAll(t, e, 2)
 	exported := scrape(t, e)
-	for _, name := range []string{"tbhost_array_member_skew_ratio", "tbhost_array_degraded", "tbhost_array_integrity_mismatches", "tbhost_monitor_last_sample_timestamp_seconds"} {
+	for _, name := range []string{"tbhost_array_member_skew_ratio", "tbhost_array_member_read_time_seconds_total", "tbhost_array_member_io_time_seconds_total", "tbhost_array_degraded", "tbhost_array_integrity_mismatches", "tbhost_monitor_last_sample_timestamp_seconds"} {
 		if !strings.Contains(b, name) {
 			t.Errorf("rules do not use %s", name)
 		}

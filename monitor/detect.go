@@ -59,11 +59,22 @@ type Thresholds struct {
 	// NoTraffic is the status when no interval could be judged and nothing
 	// else is wrong: OK (default; cron stays quiet) or Unknown.
 	NoTraffic Severity
+	// SlowFactor and SlowCritFactor: a member whose r_await is at least
+	// this many times its siblings' median in every judged interval is
+	// flagged slow, WARNING (3) and CRITICAL (10); see slow.go.
+	SlowFactor, SlowCritFactor float64
+	// SlowMinIOPS is latency's traffic floor: a member's interval is judged
+	// only when it and at least one sibling read this many reads/s (5).
+	SlowMinIOPS float64
+	// Skip names members (kernel name, by-id name or path) left out of the
+	// skew and latency judgement, e.g. the disk an integrity scrub reads:
+	// its own load is not a sibling's imbalance or a slow disk.
+	Skip []string
 }
 
 // DefaultThresholds are tbhost monitor check's defaults.
 func DefaultThresholds() Thresholds {
-	return Thresholds{Warn: 0.30, Crit: 0.60, MinReads: 10, NoTraffic: OK}
+	return Thresholds{Warn: 0.30, Crit: 0.60, MinReads: 10, NoTraffic: OK, SlowFactor: 3, SlowCritFactor: 10, SlowMinIOPS: 5}
 }
 
 // idleBelow: a member reading less than this fraction of the members' mean
@@ -79,6 +90,7 @@ const (
 	FlagOver    = "over"
 	FlagIdle    = "idle" // below 5 % of the mean: no (or next to no) reads
 	FlagMissing = "missing"
+	FlagSlow    = "slow" // r_await far above its siblings' under the same traffic
 )
 
 // MemberResult is one member over the window.
@@ -87,8 +99,16 @@ type MemberResult struct {
 	Rates     Rates    // over the whole window
 	Share     float64  // of the array's reads over the window, 0..1
 	Deviation float64  // window read rate vs the members' mean: -0.5 = half the mean
-	Flag      string   // ok, under, over, idle, missing
+	Flag      string   // ok, under, over, idle, missing, slow
 	Severity  Severity // of the flag
+	// SiblingsAwaitMS is the median window r_await of the other members
+	// that read; AwaitRatio is this member's r_await over it (0 when no
+	// sibling read). Slow: flagged slow (the flag may still say idle).
+	SiblingsAwaitMS, AwaitRatio float64
+	Slow                        bool
+	SlowSeverity                Severity // WARNING or CRITICAL when Slow
+	// Skipped: left out of skew and latency judgement (Thresholds.Skip).
+	Skipped bool
 }
 
 // ArrayResult is one array's verdict.
@@ -102,6 +122,8 @@ type ArrayResult struct {
 	Intervals int
 	// Note says why skew was not judged ("" when it was).
 	Note string
+	// Notes are remarks that are no finding (members skipped).
+	Notes []string
 }
 
 // Report is the verdict over all arrays.
@@ -136,7 +158,7 @@ func Evaluate(arrays []Array, samples []Sample, th Thresholds) Report {
 func evaluateArray(a Array, samples []Sample, th Thresholds) ArrayResult {
 	ar := ArrayResult{Array: a, Problems: append([]Problem(nil), a.Problems...)}
 	ar.Members = make([]MemberResult, len(a.Members))
-	var present []int
+	var present, cand []int // cand: present and judged (not skipped)
 	for i, m := range a.Members {
 		ar.Members[i] = MemberResult{Member: m, Flag: FlagOK}
 		if m.Missing || m.Disk == "" {
@@ -151,6 +173,19 @@ func evaluateArray(a Array, samples []Sample, th Thresholds) ArrayResult {
 			}
 		}
 		present = append(present, i)
+		if skipped(m, th.Skip) {
+			ar.Members[i].Skipped = true
+		} else {
+			cand = append(cand, i)
+		}
+	}
+	if len(cand) == 0 && len(present) > 1 {
+		// every member is skipped (a scrub reading all images at once):
+		// the load is the same on each, so they compare among themselves
+		cand = append([]int(nil), present...)
+		for _, i := range present {
+			ar.Members[i].Skipped = false
+		}
 	}
 	if len(samples) < 2 {
 		ar.Note = "fewer than two samples: no rates"
@@ -167,33 +202,40 @@ func evaluateArray(a Array, samples []Sample, th Thresholds) ArrayResult {
 	}
 	var lowest float64 = math.Inf(1)
 	resets := 0
+	slow := make([]slowStats, len(ar.Members))
 	for k := 0; k+1 < len(samples); k++ {
 		secs := samples[k+1].Time.Sub(samples[k].Time).Seconds()
-		rates := make([]float64, len(ar.Members))
+		rates := make([]Rates, len(ar.Members))
 		sum := 0.0
 		reset := false // a member's counters went back: no rates this interval
 		for _, i := range present {
 			d := ar.Members[i].Disk
 			r, ok := diskstats.Compute(samples[k].Devices[d], samples[k+1].Devices[d], secs)
 			reset = reset || !ok
-			rates[i] = r.ReadsPerS
-			sum += rates[i]
+			rates[i] = r
 		}
-		if len(present) == 0 {
+		for _, i := range cand {
+			sum += rates[i].ReadsPerS
+		}
+		if len(cand) == 0 {
 			break
 		}
 		if reset {
 			resets++
 			continue
 		}
-		mean := sum / float64(len(present))
+		mean := sum / float64(len(cand))
 		lowest = math.Min(lowest, mean)
-		if a.Syncing || len(present) < 2 || mean < th.MinReads || secs <= 0 {
+		if a.Syncing || len(cand) < 2 || secs <= 0 {
+			continue
+		}
+		judgeSlowInterval(rates, cand, th, slow)
+		if mean < th.MinReads {
 			continue
 		}
 		ar.Judged++
-		for _, i := range present {
-			dev := (rates[i] - mean) / mean
+		for _, i := range cand {
+			dev := (rates[i].ReadsPerS - mean) / mean
 			minDev[i] = math.Min(minDev[i], dev)
 			maxDev[i] = math.Max(maxDev[i], dev)
 			if dev > idleBelow-1 {
@@ -222,8 +264,11 @@ func evaluateArray(a Array, samples []Sample, th Thresholds) ArrayResult {
 	switch {
 	case a.Syncing:
 		ar.Note = "skew not judged: " + orDefault(a.SyncAction, "sync") + " in progress"
-	case len(present) < 2:
+	case len(cand) < 2:
 		ar.Note = "skew not judged: fewer than two members present"
+		if len(cand) < len(present) {
+			ar.Note += " and not skipped"
+		}
 	case ar.Judged == 0 && resets > 0:
 		ar.Note = fmt.Sprintf("skew not judged: a member's diskstats counters went backwards (device reset) in %d of %d intervals", resets, ar.Intervals)
 		if th.NoTraffic != OK {
@@ -235,7 +280,13 @@ func evaluateArray(a Array, samples []Sample, th Thresholds) ArrayResult {
 			ar.Problems = append(ar.Problems, Problem{Severity: th.NoTraffic, Code: lvm.CodeNoTraffic, Text: a.Name + ": " + ar.Note})
 		}
 	default:
-		flagSkew(&ar, present, minDev, maxDev, readAlways0, mean, th)
+		flagSkew(&ar, cand, minDev, maxDev, readAlways0, mean, th)
+	}
+	if !a.Syncing && len(cand) >= 2 {
+		flagSlow(&ar, cand, slow, th)
+	}
+	if skippedNames := skippedLabels(ar.Members); skippedNames != "" {
+		ar.Notes = append(ar.Notes, skippedNames+" left out of skew and latency judgement (--skip)")
 	}
 	ar.Status = worstOf(ar.Problems, ar.Members)
 	return ar

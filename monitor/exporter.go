@@ -21,7 +21,9 @@ type Exporter struct {
 	Interval      time.Duration // between samples (the skew ratio is over one interval)
 	TopologyEvery time.Duration // re-discover arrays (LVM calls) this often
 	Thresholds    Thresholds
-	Log           *slog.Logger
+	// ScrubStates: as CheckOptions.ScrubStates (re-read every Step).
+	ScrubStates []string
+	Log         *slog.Logger
 	// Clock paces the sampling (nil: the wall clock). A replayed snapshot is
 	// served at this pace too, and its last sample stays served after the end.
 	Clock Clock
@@ -42,6 +44,7 @@ type Exporter struct {
 
 type exporterDescs struct {
 	reads, bytes, readTime, ioTime, skew, missing            *prometheus.Desc
+	readAwait, awaitRatio, slow                              *prometheus.Desc
 	status, degraded, syncing, syncProgress, images          *prometheus.Desc
 	mismatches, memberMismatches, problems, lastSample, errs *prometheus.Desc
 }
@@ -54,6 +57,9 @@ func newDescs() exporterDescs {
 		readTime:         prometheus.NewDesc("tbhost_array_member_read_time_seconds_total", "Time spent on reads by the member disk (read ticks).", m, nil),
 		ioTime:           prometheus.NewDesc("tbhost_array_member_io_time_seconds_total", "Time the member disk was busy (io ticks; rate() is %util/100).", m, nil),
 		skew:             prometheus.NewDesc("tbhost_array_member_skew_ratio", "Member reads/s over the members' mean in the last interval (1 = balanced, 0 = idle); only when the array read enough to judge.", m, nil),
+		readAwait:        prometheus.NewDesc("tbhost_array_member_read_await_seconds", "Mean time per read of the member disk in the last interval (iostat r_await); only when it read.", m, nil),
+		awaitRatio:       prometheus.NewDesc("tbhost_array_member_read_await_ratio", "The member's r_await over its siblings' median in the last interval (1 = like its siblings); only when it read at least --slow-min-iops reads/s.", m, nil),
+		slow:             prometheus.NewDesc("tbhost_array_member_slow", "The member's fail-slow verdict on the last interval: 0 not slow, 1 WARNING, 2 CRITICAL (r_await over --slow-factor / --slow-critical-factor times its siblings').", m, nil),
 		missing:          prometheus.NewDesc("tbhost_array_member_missing", "1 for an image of the array whose disk is missing.", []string{"array", "image"}, nil),
 		status:           prometheus.NewDesc("tbhost_array_status", "Verdict on the last interval: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.", []string{"array"}, nil),
 		degraded:         prometheus.NewDesc("tbhost_array_degraded", "1 when the array runs without a member (missing PV, partial LV, md degraded).", []string{"array"}, nil),
@@ -122,7 +128,8 @@ func (e *Exporter) Step(ctx context.Context) error {
 	e.prev, e.last = e.last, s
 	e.samples++
 	if e.samples >= 2 {
-		e.report = Evaluate(e.topo.Arrays, []Sample{e.prev, e.last}, e.Thresholds)
+		th, _ := e.Env.withScrubSkip(e.topo.Arrays, e.ScrubStates, e.Thresholds)
+		e.report = Evaluate(e.topo.Arrays, []Sample{e.prev, e.last}, th)
 	}
 	return nil
 }
@@ -162,7 +169,7 @@ func (e *Exporter) Run(ctx context.Context) error {
 // Describe implements prometheus.Collector.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	d := newDescs()
-	for _, x := range []*prometheus.Desc{d.reads, d.bytes, d.readTime, d.ioTime, d.skew, d.missing, d.status,
+	for _, x := range []*prometheus.Desc{d.reads, d.bytes, d.readTime, d.ioTime, d.skew, d.readAwait, d.awaitRatio, d.slow, d.missing, d.status,
 		d.degraded, d.syncing, d.syncProgress, d.images, d.mismatches, d.memberMismatches, d.problems, d.lastSample, d.errs} {
 		ch <- x
 	}
@@ -230,6 +237,23 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		}
 		for _, s := range []Severity{Warning, Critical, Unknown} {
 			ch <- prometheus.MustNewConstMetric(d.problems, prometheus.GaugeValue, float64(counts[s]), a.Name, strings.ToLower(s.String()))
+		}
+		for _, m := range ar.Members {
+			if m.Flag == FlagMissing || ar.Intervals == 0 {
+				continue
+			}
+			l := []string{a.Name, m.ImageLabel(), m.Disk, m.ID}
+			if m.Rates.ReadsPerS > 0 {
+				ch <- prometheus.MustNewConstMetric(d.readAwait, prometheus.GaugeValue, m.Rates.RAwaitMS/1000, l...)
+			}
+			if m.AwaitRatio > 0 && m.Rates.ReadsPerS >= e.Thresholds.SlowMinIOPS && !m.Skipped {
+				ch <- prometheus.MustNewConstMetric(d.awaitRatio, prometheus.GaugeValue, m.AwaitRatio, l...)
+			}
+			verdict := 0.0
+			if m.Slow {
+				verdict = float64(m.SlowSeverity)
+			}
+			ch <- prometheus.MustNewConstMetric(d.slow, prometheus.GaugeValue, verdict, l...)
 		}
 		if ar.Judged == 0 {
 			continue

@@ -31,7 +31,16 @@ type MemberJSON struct {
 	ReadsPerS     float64 `json:"reads_per_s"`
 	ReadBytesPerS float64 `json:"read_bytes_per_s"`
 	Share         float64 `json:"share"`
-	Flag          string  `json:"flag"`
+	// RAwaitMS, UtilPercent, QueueSize: iostat's r_await, %util and aqu-sz
+	// over the window; AwaitRatio: r_await over the siblings' median (0
+	// when no sibling read).
+	RAwaitMS    float64 `json:"r_await_ms"`
+	UtilPercent float64 `json:"util_percent"`
+	QueueSize   float64 `json:"queue_size"`
+	AwaitRatio  float64 `json:"await_ratio"`
+	Flag        string  `json:"flag"`
+	// Skipped: left out of skew and latency judgement (--skip).
+	Skipped bool `json:"skipped,omitempty"`
 }
 
 // JSON returns the report in the check --json shape. Problems carry their
@@ -44,6 +53,8 @@ func (r Report) JSON() CheckJSON {
 			aj.Members = append(aj.Members, MemberJSON{
 				Disk: m.Label(), ID: m.ID, ReadsPerS: round(m.Rates.ReadsPerS, 2),
 				ReadBytesPerS: round(m.Rates.ReadBytesPerS, 0), Share: round(m.Share, 4), Flag: m.Flag,
+				RAwaitMS: round(m.Rates.RAwaitMS, 2), UtilPercent: round(m.Rates.UtilPercent, 2),
+				QueueSize: round(m.Rates.QueueSize, 2), AwaitRatio: round(m.AwaitRatio, 2), Skipped: m.Skipped,
 			})
 		}
 		for _, p := range a.Problems {
@@ -51,6 +62,9 @@ func (r Report) JSON() CheckJSON {
 		}
 		if a.Note != "" && !noteIsProblem(a.Problems) {
 			aj.Problems = append(aj.Problems, "OK: "+a.Note)
+		}
+		for _, n := range a.Notes {
+			aj.Problems = append(aj.Problems, "OK: "+n)
 		}
 		out.Arrays = append(out.Arrays, aj)
 	}
@@ -80,10 +94,11 @@ func (r Report) StatusLine() string {
 }
 
 // Perfdata is the Nagios plugin performance data of the report (what goes
-// after " | " on the status line): per member, its reads/s and its share of
-// the array's reads over the window,
+// after " | " on the status line): per member, its reads/s, its share of
+// the array's reads, its r_await (ms) and %util over the window,
 //
 //	'vg-hdd/tables sda reads'=123.4;;;0 'vg-hdd/tables sda share'=16.67%;;;0;100
+//	'vg-hdd/tables sda r_await'=8.2ms;;;0 'vg-hdd/tables sda util'=41.5%;;;0;100
 //
 // A value is "U" (undetermined) when there are no rates (a missing member,
 // fewer than two samples) and a share is "U" when the array read nothing.
@@ -93,14 +108,19 @@ func (r Report) Perfdata() string {
 	for _, a := range r.Arrays {
 		for _, m := range a.Members {
 			label := perfLabel(a.Name + " " + m.Label())
-			reads, share := "U", "U"
+			reads, share, await, util := "U", "U", "U", "U"
 			if a.Intervals > 0 && m.Flag != FlagMissing {
 				reads = strconv.FormatFloat(round(m.Rates.ReadsPerS, 2), 'f', -1, 64)
+				util = strconv.FormatFloat(round(m.Rates.UtilPercent, 2), 'f', -1, 64) + "%"
 				if a.ReadsPerS > 0 { // no share of nothing
 					share = strconv.FormatFloat(round(100*m.Share, 2), 'f', -1, 64) + "%"
 				}
+				if m.Rates.ReadsPerS > 0 { // no latency without reads
+					await = strconv.FormatFloat(round(m.Rates.RAwaitMS, 2), 'f', -1, 64) + "ms"
+				}
 			}
-			out = append(out, label(" reads")+"="+reads+";;;0", label(" share")+"="+share+";;;0;100")
+			out = append(out, label(" reads")+"="+reads+";;;0", label(" share")+"="+share+";;;0;100",
+				label(" r_await")+"="+await+";;;0", label(" util")+"="+util+";;;0;100")
 		}
 	}
 	return strings.Join(out, " ")
@@ -137,6 +157,9 @@ func (r Report) WriteText(w io.Writer) error {
 		if a.Note != "" && !noteIsProblem(a.Problems) {
 			fmt.Fprintf(ew, "  note: %s\n", a.Note)
 		}
+		for _, n := range a.Notes {
+			fmt.Fprintf(ew, "  note: %s\n", n)
+		}
 	}
 	return ew.err
 }
@@ -157,7 +180,7 @@ func writeArrayTable(w io.Writer, a ArrayResult, bars bool) {
 	for _, m := range a.Members {
 		imw = max(imw, len(m.ImageLabel()))
 	}
-	fmt.Fprintf(w, "  %-*s %-*s %-*s %9s %9s %8s %6s %6s %6s  %s\n", dw, "DISK", idw, "ID", imw, "IMAGE", "r/s", "MB/s", "r_await", "%util", "aqu", "share", "FLAG")
+	fmt.Fprintf(w, "  %-*s %-*s %-*s %9s %9s %8s %6s %6s %6s %6s  %s\n", dw, "DISK", idw, "ID", imw, "IMAGE", "r/s", "MB/s", "r_await", "x_sib", "%util", "aqu", "share", "FLAG")
 	maxShare := 0.0
 	for _, m := range a.Members {
 		maxShare = max(maxShare, m.Share)
@@ -171,9 +194,17 @@ func writeArrayTable(w io.Writer, a ArrayResult, bars bool) {
 		if id == "" {
 			id = "-"
 		}
-		line := fmt.Sprintf("  %-*s %-*s %-*s %9.1f %9.2f %8.1f %6.1f %6.2f %5.1f%%  %s",
-			dw, m.Label(), idw, id, imw, img, m.Rates.ReadsPerS, m.Rates.ReadBytesPerS/1e6, m.Rates.RAwaitMS,
-			m.Rates.UtilPercent, m.Rates.QueueSize, 100*m.Share, m.Flag)
+		ratio := "-"
+		if m.AwaitRatio > 0 {
+			ratio = fmt.Sprintf("%.1f", m.AwaitRatio)
+		}
+		flag := m.Flag
+		if m.Skipped {
+			flag += " (skipped)"
+		}
+		line := fmt.Sprintf("  %-*s %-*s %-*s %9.1f %9.2f %8.1f %6s %6.1f %6.2f %5.1f%%  %s",
+			dw, m.Label(), idw, id, imw, img, m.Rates.ReadsPerS, m.Rates.ReadBytesPerS/1e6, m.Rates.RAwaitMS, ratio,
+			m.Rates.UtilPercent, m.Rates.QueueSize, 100*m.Share, flag)
 		if bars {
 			line += "  " + bar(m.Share, maxShare, 20)
 		}

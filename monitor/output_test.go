@@ -80,7 +80,7 @@ func TestPerfdataOnTheStatusLine(t *testing.T) {
 	if status != r.StatusLine() {
 		t.Errorf("status part %q, want %q", status, r.StatusLine())
 	}
-	if len(r.Arrays) != 2 || len(tokens) != 2*(len(r.Arrays[0].Members)+len(r.Arrays[1].Members)) {
+	if len(r.Arrays) != 2 || len(tokens) != 4*(len(r.Arrays[0].Members)+len(r.Arrays[1].Members)) {
 		t.Fatalf("%d perfdata items for 2 arrays: %q", len(tokens), tokens)
 	}
 	perf := parsePerf(t, tokens)
@@ -106,6 +106,21 @@ func TestPerfdataOnTheStatusLine(t *testing.T) {
 		if err != nil || math.Abs(pct-100*m.Share) > 0.005 {
 			t.Errorf("%s share %q, report %.4f", m.Disk, share[0], m.Share)
 		}
+		await, util := perf["vg-hdd/tables "+m.Disk+" r_await"], perf["vg-hdd/tables "+m.Disk+" util"]
+		if util[1] != "%" || util[2] != ";;;0;100" || await[2] != ";;;0" {
+			t.Errorf("%s: units/thresholds %q %q", m.Disk, await, util)
+		}
+		if m.Rates.ReadsPerS > 0 {
+			ms, err := strconv.ParseFloat(await[0], 64)
+			if err != nil || await[1] != "ms" || math.Abs(ms-m.Rates.RAwaitMS) > 0.005 {
+				t.Errorf("%s r_await %q, report %.3f ms", m.Disk, await, m.Rates.RAwaitMS)
+			}
+		} else if await[0] != "U" {
+			t.Errorf("%s read nothing: r_await %q, want U", m.Disk, await)
+		}
+		if u, err := strconv.ParseFloat(util[0], 64); err != nil || math.Abs(u-m.Rates.UtilPercent) > 0.005 {
+			t.Errorf("%s util %q, report %.3f", m.Disk, util, m.Rates.UtilPercent)
+		}
 		if m.Flag == FlagIdle && got > 0.5 {
 			t.Errorf("idle %s reads %g/s", m.Disk, got)
 		}
@@ -121,7 +136,7 @@ func TestPerfdataUndeterminedWithoutRates(t *testing.T) {
 	r := checkTree(t, captured(t, "raid5-missing-member-boot"), "vg-hdd/tables")
 	_, tokens := statusLine(t, r)
 	perf := parsePerf(t, tokens)
-	if len(perf) != 12 {
+	if len(perf) != 24 {
 		t.Fatalf("%d items: %q", len(perf), tokens)
 	}
 	for label, v := range perf {

@@ -87,6 +87,10 @@ type CheckOptions struct {
 	For        time.Duration // the window
 	Interval   time.Duration // between samples inside the window
 	Thresholds Thresholds
+	// ScrubStates are scrub state files to read besides each LVM array's
+	// default one (ScrubStatePath): the disks a running scrub reads are
+	// left out of skew and latency judgement.
+	ScrubStates []string
 }
 
 // Check discovers, samples over the window and judges. An error means the
@@ -113,8 +117,10 @@ func Check(ctx context.Context, e Env, o CheckOptions) (Report, error) {
 	if err != nil {
 		return Report{}, fmt.Errorf("sampling: %w", err)
 	}
-	r := Evaluate(topo.Arrays, samples, o.Thresholds)
+	th, scrubNotes := e.withScrubSkip(topo.Arrays, o.ScrubStates, o.Thresholds)
+	r := Evaluate(topo.Arrays, samples, th)
 	r.Notes = append(r.Notes, topo.Notes...)
+	r.Notes = append(r.Notes, scrubNotes...)
 	if note != "" {
 		r.Notes = append(r.Notes, note)
 	}

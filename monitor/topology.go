@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tbhost/tbhost/internal/blockdev"
 	"os"
 	"path/filepath"
 	"sort"
@@ -53,6 +54,9 @@ type Array struct {
 type Member struct {
 	Disk string // kernel name whose /proc/diskstats line is read (sda, sda1, nvme0n1); "" when missing
 	ID   string // stable id from /dev/disk/by-id, "" when none
+	// Serial is the disk's serial (udev, sysfs or VPD page 0x80), "" when
+	// unknown; reports name a slow disk by it.
+	Serial string `json:",omitempty"`
 	// Images are the array's images (legs) on this disk; empty for a PV of the
 	// array's VG that holds no image of it (the array does not use the disk).
 	Images  []string
@@ -185,6 +189,13 @@ func Discover(ctx context.Context, o DiscoverOptions) (Topology, error) {
 			return t, err
 		}
 		t.Arrays = sel
+	}
+	for ai := range t.Arrays {
+		for mi, m := range t.Arrays[ai].Members {
+			if m.Disk != "" {
+				t.Arrays[ai].Members[mi].Serial = blockdev.SerialUnder(root, sb.Disk(m.Disk))
+			}
+		}
 	}
 	return t, nil
 }

@@ -17,6 +17,8 @@ type WatchOptions struct {
 	Terminal   bool // redraw a table in place; otherwise append plain lines
 	JSON       bool // one JSON object (the check --json shape) per refresh
 	Thresholds Thresholds
+	// ScrubStates: as CheckOptions.ScrubStates (re-read every refresh).
+	ScrubStates []string
 }
 
 // Watch samples every interval and shows each array's members: a table
@@ -50,7 +52,9 @@ func Watch(ctx context.Context, e Env, w io.Writer, o WatchOptions) error {
 		if err != nil {
 			return fmt.Errorf("sampling: %w", err)
 		}
-		r := Evaluate(topo.Arrays, []Sample{prev, cur}, o.Thresholds)
+		th, scrubNotes := e.withScrubSkip(topo.Arrays, o.ScrubStates, o.Thresholds)
+		r := Evaluate(topo.Arrays, []Sample{prev, cur}, th)
+		r.Notes = scrubNotes
 		switch {
 		case o.JSON:
 			b, err := json.Marshal(r.JSON())
@@ -87,6 +91,9 @@ func drawTable(w io.Writer, r Report, t time.Time, every time.Duration) error {
 		if a.Note != "" {
 			fmt.Fprintf(ew, "  note: %s\n", a.Note)
 		}
+		for _, n := range a.Notes {
+			fmt.Fprintf(ew, "  note: %s\n", n)
+		}
 	}
 	return ew.err
 }
@@ -96,9 +103,9 @@ func plainLines(w io.Writer, r Report, t time.Time) error {
 	ts := t.UTC().Format(time.RFC3339)
 	for _, a := range r.Arrays {
 		for _, m := range a.Members {
-			fmt.Fprintf(ew, "%s %s disk=%s id=%s image=%s r/s=%.1f rMB/s=%.2f r_await=%.1f util=%.1f aqu=%.2f share=%.3f flag=%s\n",
+			fmt.Fprintf(ew, "%s %s disk=%s id=%s image=%s r/s=%.1f rMB/s=%.2f r_await=%.1f x_sib=%.1f util=%.1f aqu=%.2f share=%.3f flag=%s\n",
 				ts, a.Name, m.Label(), orDefault(m.ID, "-"), orDefault(m.ImageLabel(), "-"), m.Rates.ReadsPerS,
-				m.Rates.ReadBytesPerS/1e6, m.Rates.RAwaitMS, m.Rates.UtilPercent, m.Rates.QueueSize, m.Share, m.Flag)
+				m.Rates.ReadBytesPerS/1e6, m.Rates.RAwaitMS, m.AwaitRatio, m.Rates.UtilPercent, m.Rates.QueueSize, m.Share, m.Flag)
 		}
 	}
 	return ew.err

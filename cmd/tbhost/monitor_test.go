@@ -95,7 +95,8 @@ func TestMonitorCheckPerfdata(t *testing.T) {
 			t.Errorf("perfdata lacks %s: %q", want, perf)
 		}
 	}
-	if n := strings.Count(perf, "'="); n != 12 {
+	// per member: reads, share, r_await, util (issue 20 added the last two)
+	if n := strings.Count(perf, "'="); n != 24 {
 		t.Errorf("%d perfdata items for 6 members: %q", n, perf)
 	}
 	if strings.Contains(strings.SplitN(out, "\n", 2)[1], "'=") {
@@ -123,7 +124,8 @@ func TestMonitorCheckJSONShape(t *testing.T) {
 		t.Errorf("array keys %v", keys(arr))
 	}
 	m := arr["members"].([]any)[1].(map[string]any)
-	want := []string{"disk", "flag", "id", "read_bytes_per_s", "reads_per_s", "share"}
+	// issue 20 added r_await_ms, util_percent, queue_size and await_ratio
+	want := []string{"await_ratio", "disk", "flag", "id", "queue_size", "r_await_ms", "read_bytes_per_s", "reads_per_s", "share", "util_percent"}
 	if got := keys(m); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("member keys %v, want %v", got, want)
 	}

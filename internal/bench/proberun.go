@@ -70,6 +70,9 @@ type ProbeOptions struct {
 	Raw *CSVSink
 	// Progress, when set, is told before each configuration starts.
 	Progress func(i, n int, c ProbeConfig)
+	// Disks, when set, measures the disks under the tables during each
+	// configuration's run (Run.Disks; disks.go).
+	Disks *DiskWatch
 }
 
 // RunProbes runs every configuration in turn and returns the report.
@@ -135,13 +138,16 @@ func runProbeConfig(ctx context.Context, o ProbeOptions, c ProbeConfig) (Run, er
 				msString(s.Latency), "", strconv.FormatBool(s.Outcome.Failed()), strconv.FormatBool(s.Warmup))
 		}
 	}
+	before, _ := o.Disks.Sample(ctx) // a failed sample: no per-disk table, not a failed run
 	res, err := Drive(ctx, o.Load, func(ctx context.Context, client int, _ int64) Outcome {
 		return p.request(ctx, rngs[client])
 	}, observe)
 	if err != nil {
 		return Run{}, err
 	}
+	after, _ := o.Disks.Sample(context.WithoutCancel(ctx))
 	run := newRun(c.Name(), o.Load, res)
+	run.Disks = o.Disks.Since(before, after)
 	cc := c
 	run.Probe = &cc
 	run.Cache = &prep

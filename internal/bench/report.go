@@ -35,6 +35,9 @@ type Run struct {
 	ReadsPerProbe     float64      `json:"reads_per_probe,omitempty"`
 	SlowReadsPerProbe float64      `json:"slow_reads_per_probe,omitempty"`
 	Cache             *CachePrep   `json:"cache,omitempty"`
+	// Disks: the physical reads of each disk under the tables during the
+	// run (disks.go), when they could be measured.
+	Disks []DiskIO `json:"disks,omitempty"`
 	// replay runs only
 	Target string `json:"target,omitempty"`
 
@@ -180,6 +183,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if len(parts) > 0 {
 			fmt.Fprintf(w, "%s: %s\n", run.Name, strings.Join(parts, "; "))
 		}
+	}
+	if err := r.WriteDisks(w); err != nil {
+		return err
 	}
 	for _, n := range r.Notices {
 		fmt.Fprintf(w, "note: %s\n", n)

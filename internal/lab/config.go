@@ -40,6 +40,11 @@ type Disk struct {
 	// with these partitions (MiB each, numbered from 1); SizeMiB must
 	// leave 2 MiB beyond their sum.
 	PartitionsMiB []int64
+	// ReadIOPS, when positive, caps the disk at this many read requests
+	// per second (qemu's throttling.iops-read on its drive): a fail-slow
+	// disk that still answers, each read waiting its turn (issue 20).
+	// 0 = no cap.
+	ReadIOPS int
 }
 
 // Config describes one lab boot.
@@ -158,6 +163,9 @@ func (c *Config) validate() error {
 			if bs != 0 && bs != 512 && bs != 4096 {
 				return fmt.Errorf("lab disk %s: block size %d: want 512 or 4096", d.Name, bs)
 			}
+		}
+		if d.ReadIOPS < 0 || d.ReadIOPS > 1000000 {
+			return fmt.Errorf("lab disk %s: read IOPS cap %d: want 0 (none) to 1000000", d.Name, d.ReadIOPS)
 		}
 		if d.LogicalBlockSize > d.PhysicalBlockSize && d.PhysicalBlockSize != 0 {
 			return fmt.Errorf("lab disk %s: logical block size above physical", d.Name)

@@ -43,6 +43,9 @@ func qemuArgs(cfg Config, kernel, initrd string, images map[string]string) []str
 	scsiID := 0
 	for _, d := range cfg.Disks {
 		drive := fmt.Sprintf("if=none,id=%s,file=%s,format=raw,cache=unsafe", d.Name, images[d.Name])
+		if d.ReadIOPS > 0 {
+			drive += fmt.Sprintf(",throttling.iops-read=%d", d.ReadIOPS)
+		}
 		var dev []string
 		switch d.Kind {
 		case HDD:

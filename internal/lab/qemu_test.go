@@ -36,6 +36,17 @@ func TestQemuArgsShapesDisksLikeTheHost(t *testing.T) {
 			t.Errorf("kernel command line %q", args[i+1])
 		}
 	}
+	if strings.Contains(line, "throttling") {
+		t.Errorf("no cap asked for: %s", line)
+	}
+	// a fail-slow disk: its drive capped at 15 read IOPS, the others not
+	slow := append([]Disk(nil), hdd...)
+	slow[1].ReadIOPS = 15
+	line = strings.Join(qemuArgs(Config{Disks: slow, WorkDir: "/w"}.withDefaults(), "k", "i", images), " ")
+	if !strings.Contains(line, "-drive if=none,id=hdd2,file=/w/hdd2.img,format=raw,cache=unsafe,throttling.iops-read=15 ") ||
+		strings.Count(line, "throttling") != 1 {
+		t.Errorf("hdd2 not capped alone at 15 read IOPS: %s", line)
+	}
 	// NVMe only: no SCSI controller
 	only := Config{Disks: nvme, WorkDir: "/w"}.withDefaults()
 	if strings.Contains(strings.Join(qemuArgs(only, "k", "i", images), " "), "virtio-scsi") {
@@ -70,6 +81,7 @@ func TestConfigValidate(t *testing.T) {
 		"block 1024":   {WorkDir: "/w", Disks: []Disk{{Name: "a", Kind: HDD, SizeMiB: 1, LogicalBlockSize: 1024}}},
 		"log>phys":     {WorkDir: "/w", Disks: []Disk{{Name: "a", Kind: HDD, SizeMiB: 1, LogicalBlockSize: 4096, PhysicalBlockSize: 512}}},
 		"serial comma": {WorkDir: "/w", Disks: []Disk{{Name: "a", Kind: HDD, SizeMiB: 1, Serial: "X,Y"}}},
+		"iops < 0":     {WorkDir: "/w", Disks: []Disk{{Name: "a", Kind: HDD, SizeMiB: 1, ReadIOPS: -1}}},
 	}
 	for name, c := range bad {
 		if err := c.validate(); err == nil {

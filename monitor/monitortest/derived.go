@@ -19,7 +19,7 @@ import (
 )
 
 // Trees are the derived trees Write knows.
-var Trees = []string{"balanced", "misbuilt", "missing"}
+var Trees = []string{"balanced", "misbuilt", "missing", "slow"}
 
 // Write writes the derived tree name (one of Trees) at root.
 func Write(root, name string) error {
@@ -31,6 +31,8 @@ func Write(root, name string) error {
 		t = misbuilt()
 	case "missing":
 		t = missing()
+	case "slow":
+		t = slow()
 	default:
 		return fmt.Errorf("no derived tree %q (have %s)", name, strings.Join(Trees, ", "))
 	}
@@ -385,6 +387,36 @@ func balanced() tree {
 	}
 	return tree{devs: devs, byID: byID, lvs: tablesLVs(""),
 		pvs: append(pvsOf("vg-hdd", hdds), pvsOf("vg-nvme", nvmes)...), samples: samples}
+}
+
+// slow: balanced, but sdc is a fail-slow disk: it serves its share of the
+// reads (the same count as its siblings) at 30 ms per read instead of 4,
+// 100 % busy, with a deep queue (issue 20: WARNING, 7.5x the siblings).
+func slow() tree {
+	t := balanced()
+	for k := 1; k < len(t.samples); k++ {
+		s := t.samples[k].clone()
+		l := s.lines["sdc"]
+		reads := l.v[0] - t.samples[k-1].lines["sdc"].v[0]
+		prev := t.samples[k-1].lines["sdc"]
+		// replace this interval's ticks: 30 ms per read, busy 5000 ms of 5 s
+		l.v[3] = prev.v[3] + 30*reads
+		l.v[9] = prev.v[9] + 5000
+		l.v[10] = prev.v[10] + 30*reads
+		s.set("sdc", l)
+		// later samples build on this one
+		for j := k + 1; j < len(t.samples); j++ {
+			n := t.samples[j].lines["sdc"]
+			d := n.v
+			for _, f := range []int{3, 9, 10} {
+				d[f] += l.v[f] - t.samples[k].lines["sdc"].v[f]
+			}
+			n.v = d
+			t.samples[j].set("sdc", n)
+		}
+		t.samples[k] = s
+	}
+	return t
 }
 
 // misbuilt: raid5 WITHOUT --stripes over 6 HDDs (STEP 3a): 3 images, each

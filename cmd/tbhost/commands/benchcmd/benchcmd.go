@@ -334,6 +334,8 @@ func runProbe(c *cli.Context) error {
 		}
 		configs = bench.Matrix(c.Int("parallel"), store)
 	}
+	disks, diskNotes := diskWatch(g, set)
+	notices = append(notices, diskNotes...)
 	in := set.Info()
 	if !g.JSON {
 		fmt.Fprintf(g.Stderr, "bench probe: %d tables (%d subtables with data), %d configuration(s) x %d requests of %d probes, %d clients\n",
@@ -350,7 +352,7 @@ func runProbe(c *cli.Context) error {
 	}
 	rep, err := bench.RunProbes(ctx, bench.ProbeOptions{
 		Set: set, Configs: configs, Load: load, Mix: mix, Weight: weight, Cache: cache,
-		DropCachesPath: g.Path("/proc/sys/vm/drop_caches"), Seed: c.Uint64("seed"), Raw: raw,
+		DropCachesPath: g.Path("/proc/sys/vm/drop_caches"), Seed: c.Uint64("seed"), Raw: raw, Disks: disks,
 		Progress: func(i, n int, pc bench.ProbeConfig) {
 			name := fmt.Sprintf("[%d/%d] %s", i+1, n, pc.Name())
 			curMu.Lock()

@@ -123,6 +123,14 @@ func checkCommand() *cli.Command {
    raid mismatches, and topology smells (an image spanning several disks, PVs of the
    VG the array does not use) are WARNING.
 
+   Fail-slow: a member whose r_await is --slow-factor (3) times its siblings' median in
+   every interval it is judged in (it and a sibling read --slow-min-iops, 5 reads/s; at
+   least half the window), not explained by load (it reads no more than 1.1x the others,
+   or each I/O keeps it busier), is flagged slow: WARNING, CRITICAL at
+   --slow-critical-factor (10). The finding names the disk, its serial and the replace
+   command. The disk a running integrity scrub reads (its state file, --scrub-state) and
+   disks given with --skip are left out.
+
    Too little traffic: an interval is judged only when the members average at least
    --min-reads reads/s each (default 10; fewer reads cannot tell skew from chance).
    When no interval could be judged, skew is not judged and the status comes from
@@ -146,6 +154,7 @@ func checkCommand() *cli.Command {
 			&cli.StringFlag{Name: "no-traffic", Value: "ok", Usage: "status when too little traffic to judge skew: ok or unknown"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing when OK (cron mails only problems)"},
 			&cli.StringFlag{Name: "textfile", Usage: "also write the result as Prometheus text to `FILE`, atomically (node_exporter textfile collector)"},
+			slowFactorFlag(), slowCritFlag(), slowMinIOPSFlag(), skipFlag(), scrubStateFlag(),
 			cliutil.JSONFlag(),
 		},
 		OnUsageError: func(c *cli.Context, err error, _ bool) error {
@@ -162,6 +171,7 @@ func checkCommand() *cli.Command {
 			}
 			r, err := monitor.Check(c.Context, env(g), monitor.CheckOptions{
 				Names: c.Args().Slice(), For: c.Duration("for"), Interval: c.Duration("interval"), Thresholds: th,
+				ScrubStates: c.StringSlice("scrub-state"),
 			})
 			if err != nil {
 				return nagios(c, err)
@@ -203,6 +213,9 @@ func thresholds(c *cli.Context) (monitor.Thresholds, error) {
 	if th.MinReads < 0 {
 		return th, errors.New("--min-reads must be 0 or more")
 	}
+	if err := slowThresholds(c, &th); err != nil {
+		return th, err
+	}
 	switch strings.ToLower(c.String("no-traffic")) {
 	case "ok":
 		th.NoTraffic = monitor.OK
@@ -238,6 +251,7 @@ func watchCommand() *cli.Command {
 			&cli.IntFlag{Name: "count", Usage: "stop after `N` refreshes (0: until Ctrl-C)"},
 			&cli.BoolFlag{Name: "plain", Usage: "plain lines even on a terminal"},
 			&cli.Float64Flag{Name: "min-reads", Value: 10, Usage: "judge skew only when members average at least `N` reads/s each"},
+			slowFactorFlag(), slowCritFlag(), slowMinIOPSFlag(), skipFlag(), scrubStateFlag(),
 			cliutil.JSONFlag(),
 		},
 		Action: func(c *cli.Context) error {
@@ -252,9 +266,12 @@ func watchCommand() *cli.Command {
 			defer stop()
 			th := monitor.DefaultThresholds()
 			th.MinReads = c.Float64("min-reads")
+			if err := slowThresholds(c, &th); err != nil {
+				return cliutil.Usagef("%v", err)
+			}
 			err := monitor.Watch(ctx, env(g), g.Stdout, monitor.WatchOptions{
 				Names: c.Args().Slice(), Interval: c.Duration("interval"), Count: c.Int("count"),
-				Terminal: g.Terminal() && !c.Bool("plain"), JSON: g.JSON, Thresholds: th,
+				Terminal: g.Terminal() && !c.Bool("plain"), JSON: g.JSON, Thresholds: th, ScrubStates: c.StringSlice("scrub-state"),
 			})
 			if err != nil {
 				return cliutil.CannotRun(err)
@@ -274,6 +291,10 @@ func serveCommand() *cli.Command {
      tbhost_array_member_read_time_seconds_total, _io_time_seconds_total)
      tbhost_array_member_skew_ratio{array,image,disk,id}         (1 = balanced, 0 = idle;
                                                                   only when the array reads enough)
+     tbhost_array_member_read_await_seconds, _read_await_ratio, _slow{array,image,disk,id}
+                                                                 (r_await of the last interval, its
+                                                                  ratio to the siblings' median, the
+                                                                  fail-slow verdict 0/1/2)
      tbhost_array_status, _degraded, _syncing, _sync_progress_ratio, _integrity_mismatches,
      tbhost_array_member_missing, tbhost_array_problems, tbhost_monitor_last_sample_timestamp_seconds
    Listens on loopback by default: put a reverse proxy or Prometheus on the same host,
@@ -283,6 +304,7 @@ func serveCommand() *cli.Command {
 			&cli.DurationFlag{Name: "interval", Value: 15 * time.Second, Usage: "sample /proc/diskstats every `DURATION`"},
 			&cli.DurationFlag{Name: "topology-every", Value: 5 * time.Minute, Usage: "re-read the array topology (runs lvm) every `DURATION`"},
 			&cli.Float64Flag{Name: "min-reads", Value: 10, Usage: "export the skew ratio only when members average at least `N` reads/s each"},
+			slowFactorFlag(), slowCritFlag(), slowMinIOPSFlag(), skipFlag(), scrubStateFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			g := cliutil.Get(c)
@@ -291,8 +313,11 @@ func serveCommand() *cli.Command {
 			}
 			th := monitor.DefaultThresholds()
 			th.MinReads = c.Float64("min-reads")
+			if err := slowThresholds(c, &th); err != nil {
+				return cliutil.Usagef("%v", err)
+			}
 			exp := &monitor.Exporter{Env: env(g), Names: c.Args().Slice(), Interval: c.Duration("interval"),
-				TopologyEvery: c.Duration("topology-every"), Thresholds: th, Log: g.Log}
+				TopologyEvery: c.Duration("topology-every"), Thresholds: th, ScrubStates: c.StringSlice("scrub-state"), Log: g.Log}
 			// the first sample proves that /sys, /proc and LVM can be read
 			if err := exp.Step(c.Context); err != nil {
 				return cliutil.CannotRun(err)
@@ -310,4 +335,41 @@ func serveCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// The fail-slow flags (check, watch, serve): see docs/monitor.md.
+func slowFactorFlag() cli.Flag {
+	return &cli.Float64Flag{Name: "slow-factor", Value: 3, Usage: "WARNING (flag slow) when a member's r_await is `X` times its siblings' median in every judged interval"}
+}
+
+func slowCritFlag() cli.Flag {
+	return &cli.Float64Flag{Name: "slow-critical-factor", Value: 10, Usage: "CRITICAL when a slow member's r_await is `X` times its siblings' median in every judged interval"}
+}
+
+func slowMinIOPSFlag() cli.Flag {
+	return &cli.Float64Flag{Name: "slow-min-iops", Value: 5, Usage: "judge a member's latency only in intervals where it and a sibling read at least `N` reads/s"}
+}
+
+func skipFlag() cli.Flag {
+	return &cli.StringSliceFlag{Name: "skip", Usage: "leave `DISK` (sdc, a by-id name or path) out of skew and latency judgement, e.g. the disk an integrity scrub reads (repeatable)"}
+}
+
+func slowThresholds(c *cli.Context, th *monitor.Thresholds) error {
+	th.SlowFactor = c.Float64("slow-factor")
+	th.SlowCritFactor = c.Float64("slow-critical-factor")
+	th.SlowMinIOPS = c.Float64("slow-min-iops")
+	switch {
+	case !(th.SlowFactor > 1) || th.SlowFactor > 1e6:
+		return fmt.Errorf("--slow-factor %g: want a factor above 1, e.g. 3", th.SlowFactor)
+	case !(th.SlowCritFactor >= th.SlowFactor) || th.SlowCritFactor > 1e6:
+		return fmt.Errorf("--slow-critical-factor %g: want at least --slow-factor (%g), e.g. 10", th.SlowCritFactor, th.SlowFactor)
+	case !(th.SlowMinIOPS >= 0) || th.SlowMinIOPS > 1e9:
+		return fmt.Errorf("--slow-min-iops %g: want 0 or more reads/s, e.g. 5", th.SlowMinIOPS)
+	}
+	th.Skip = append(th.Skip, c.StringSlice("skip")...)
+	return nil
+}
+
+func scrubStateFlag() cli.Flag {
+	return &cli.StringSliceFlag{Name: "scrub-state", Usage: "also read the integrity scrub state `FILE` (besides /var/lib/tbhost/scrub-<vg>-<lv>.json): the disks a running scrub reads are left out of skew and latency judgement (repeatable)"}
 }
