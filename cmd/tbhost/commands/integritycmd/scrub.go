@@ -29,7 +29,12 @@ func scrubCommand() *cli.Command {
 
    Gentle under load: the total read rate is capped by --rate, and every 5 s the member disks'
    r_await (from /proc/diskstats) is checked: above --max-await the rate is halved, below half of
-   it the rate grows back by --rate/8 (AIMD); each change is printed.
+   it the rate grows back by --rate/8 (AIMD); each change is printed. A disk the scrub is reading
+   is judged by the reads through the LV instead (its own r_await counts the scrub's reads).
+
+   Before it starts it prints its forecast: the bytes of a full pass, the rate it assumes (the
+   last runs' measured rate at this --rate, else --rate), the slice per night and the nights a
+   full pass needs, with a WARNING above 14 nights.
 
    Time-boxed and resumable: --budget 2h or --until 06:00 stops the run, the position of every
    image is checkpointed to --state (atomically, every 5 s and at the end; a kill -9 loses at
@@ -37,7 +42,7 @@ func scrubCommand() *cli.Command {
    with its completion time and the following run starts a new pass. Nightly cron:
      0 1 * * *  tbhost integrity scrub --until 06:00 vg-hdd/tables
 
-   Findings: unreadable blocks per image naming the disk, the integrity counters before and after,
+   Findings: unreadable blocks per image naming the disk and its serial, the integrity counters before and after,
    new kernel log lines. Each bad data block is then read through the LV so the RAID layer
    rebuilds it from the other disks and rewrites it (raid1, raid5); the image is re-read to
    confirm. Parity blocks need --syncaction.
