@@ -713,84 +713,84 @@ func alignedBuffer(n int64) []byte {
 // scrubImage reads t from its checkpoint to the end, chunk by chunk at the
 // throttle's pace, locating the unreadable blocks of a chunk that fails. It
 // stops when the run stops (parent cancelled, the deadline) or ctx ends.
-func (run *scrubRun) scrubImage(parent, ctx context.Context, t ScrubTarget, is *ImageState, r *ImageResult) error {
-	o, th, mu := run.o, run.throttle, &run.mu
-	save := run.checkpointLocked
-	stopped := func() string { return run.stopped(parent) }
-	emit := func(e ScrubEvent) { run.emitFor(t, e) }
-	budgetHit := &run.budgetHit
-	f, direct, note, err := o.open(t.Path, o.Direct)
+func (r *scrubRun) scrubImage(parent, ctx context.Context, t ScrubTarget, is *ImageState, res *ImageResult) error {
+	f, direct, note, err := r.o.open(t.Path, r.o.Direct)
 	if err != nil {
 		return fmt.Errorf("%s: open %s: %w", t.Name, t.Path, err)
 	}
 	defer f.Close()
-	r.Direct, r.Note = direct, note
+	res.Direct, res.Note = direct, note
 	if note != "" {
-		emit(ScrubEvent{Kind: EventNote, Message: note})
+		r.emitFor(t, ScrubEvent{Kind: EventNote, Message: note})
 	}
-	buf := alignedBuffer(o.Chunk)
-	mu.Lock()
+	buf := alignedBuffer(r.o.Chunk)
+	r.mu.Lock()
 	off, size := is.Offset, is.Size
-	mu.Unlock()
-	emit(ScrubEvent{Kind: EventStart, Offset: off, Size: size})
-	for off < size {
-		if stopped() != "" || ctx.Err() != nil {
-			break
-		}
-		n := o.Chunk
-		if size-off < n {
-			n = size - off
-		}
-		if err := th.WaitUntil(ctx, n, o.Deadline); err != nil {
+	r.mu.Unlock()
+	r.emitFor(t, ScrubEvent{Kind: EventStart, Offset: off, Size: size})
+	for off < size && r.stopped(parent) == "" && ctx.Err() == nil {
+		n := min(r.o.Chunk, size-off)
+		if err := r.throttle.WaitUntil(ctx, n, r.o.Deadline); err != nil {
 			if errors.Is(err, ErrPastDeadline) {
-				budgetHit.Store(true) // the budget ends before this chunk may be read
+				r.budgetHit.Store(true) // the budget ends before this chunk may be read
 			}
 			break
 		}
-		got, rerr := readFull(f, buf[:roundUp(n, o.BlockSize)], off)
 		var bad []int64
-		if rerr != nil || int64(got) < n {
-			// Find the unreadable blocks one by one (dm-integrity answers a
-			// checksum failure with EILSEQ for that block only). The budget
-			// and cancellation hold here too: a chunk whose location is cut
-			// short is not marked read, so the next run starts it again.
-			cut := false
-			for b := off; b < off+n; b += o.BlockSize {
-				if ctx.Err() != nil || !o.Deadline.IsZero() && !o.Clock.Now().Before(o.Deadline) {
-					cut = true
-					break
-				}
-				if _, err := readFull(f, buf[:o.BlockSize], b); err != nil {
-					bad = append(bad, b)
-					emit(ScrubEvent{Kind: EventBad, Offset: b, Message: describeReadError(err)})
-				}
-			}
-			if cut {
-				if ctx.Err() == nil {
-					budgetHit.Store(true)
-				}
+		if got, err := readFull(f, buf[:roundUp(n, r.o.BlockSize)], off); err != nil || int64(got) < n {
+			var cut bool
+			if bad, cut = r.locateBad(ctx, t, f, buf, off, n); cut {
 				break
 			}
 		}
 		off += n
-		mu.Lock()
-		is.Offset = off
-		r.End = off
-		r.BytesRead += n
-		if len(is.BadBlocks)+len(bad) <= maxBadPerImage {
-			is.BadBlocks = append(is.BadBlocks, bad...)
-		}
-		if off >= size {
-			is.Done, r.Done = true, true
-		}
-		save(false)
-		mu.Unlock()
-		emit(ScrubEvent{Kind: EventProgress, Offset: off, Size: size, Bytes: n})
+		r.chunkRead(is, res, off, n, bad)
+		r.emitFor(t, ScrubEvent{Kind: EventProgress, Offset: off, Size: size, Bytes: n})
 	}
-	if r.Done {
-		emit(ScrubEvent{Kind: EventDone, Offset: off, Size: size})
+	if res.Done {
+		r.emitFor(t, ScrubEvent{Kind: EventDone, Offset: off, Size: size})
 	}
 	return nil
+}
+
+// locateBad re-reads the failed chunk [off, off+n) block by block to find
+// the unreadable blocks (dm-integrity answers a checksum failure with
+// EILSEQ for that block only), reporting each. The budget and cancellation
+// hold here too: cut says the search was cut short, and then the chunk is
+// not marked read, so the next run starts it again.
+func (r *scrubRun) locateBad(ctx context.Context, t ScrubTarget, f io.ReaderAt, buf []byte, off, n int64) (bad []int64, cut bool) {
+	bs := r.o.BlockSize
+	for b := off; b < off+n; b += bs {
+		if ctx.Err() != nil {
+			return bad, true
+		}
+		if !r.o.Deadline.IsZero() && !r.o.Clock.Now().Before(r.o.Deadline) {
+			r.budgetHit.Store(true)
+			return bad, true
+		}
+		if _, err := readFull(f, buf[:bs], b); err != nil {
+			bad = append(bad, b)
+			r.emitFor(t, ScrubEvent{Kind: EventBad, Offset: b, Message: describeReadError(err)})
+		}
+	}
+	return bad, false
+}
+
+// chunkRead records a chunk read up to off (n bytes, bad the unreadable
+// blocks in it) in the checkpoint and the image's result.
+func (r *scrubRun) chunkRead(is *ImageState, res *ImageResult, off, n int64, bad []int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	is.Offset = off
+	res.End = off
+	res.BytesRead += n
+	if len(is.BadBlocks)+len(bad) <= maxBadPerImage {
+		is.BadBlocks = append(is.BadBlocks, bad...)
+	}
+	if off >= is.Size {
+		is.Done, res.Done = true, true
+	}
+	r.checkpointLocked(false)
 }
 
 // describeReadError names what a failed read means on an integrity image.

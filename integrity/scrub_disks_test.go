@@ -269,3 +269,25 @@ func TestScrubbedDisksCoverTheInterval(t *testing.T) {
 		t.Fatalf("second interval: only b is still read: %v", got)
 	}
 }
+
+// The scrub's backoff loop is told which member it is reading and the LV's
+// own device: sda's 200 ms (the scrub's own 16 MiB reads) with no
+// foreground reads speeds the rate up instead of halving it.
+func TestScrubBackoffKnowsWhatItReads(t *testing.T) {
+	clk := newFakeClock()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := ScrubTarget{Name: "tables_rimage_0", Disks: []string{"/dev/sda"}}
+	b := ScrubTarget{Name: "tables_rimage_1", Disks: []string{"/dev/sdb"}}
+	stats := &scriptedStats{done: cancel, samples: []diskstats.Sample{counters(0, 0, 0), counters(5, 10, 2000)}}
+	var msgs []string
+	r := &scrubRun{o: ScrubOptions{Targets: []ScrubTarget{a, b}, Rate: 64 << 20, Stats: stats, Clock: clk, SampleEvery: 5 * time.Second,
+		Foreground: "dm-9", ForegroundName: "vg-hdd/tables", Backoff: BackoffRule{MaxAwait: DefaultMaxAwait, MinRate: 1 << 20},
+		Events: func(e ScrubEvent) { msgs = append(msgs, e.Message) }},
+		throttle: NewThrottle(32<<20, clk), reading: map[string]ScrubTarget{}, touched: map[string]ScrubTarget{}}
+	r.beginReading(a)
+	r.startBackoff(ctx)()
+	if r.throttle.Rate() != 40<<20 || len(msgs) != 1 || !strings.Contains(msgs[0], "only the scrub read sda") {
+		t.Fatalf("rate %d MiB/s, events %q: want 32 + 64/8 = 40 MiB/s, speeding up", r.throttle.Rate()>>20, msgs)
+	}
+}
