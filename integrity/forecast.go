@@ -47,19 +47,22 @@ type forecastInput struct {
 // measuredRate is the achieved rate of the previous runs that ran with the
 // same cap (ok false when there is none to go by).
 func measuredRate(runs []RunRecord, rateCap int64) (rate int64, n int, ok bool) {
-	var bytes int64
-	var secs float64
+	var bytes, secs float64 // float: a crafted state file's sums must not overflow
 	for _, r := range runs {
-		if r.RateCap == rateCap && r.Bytes > 0 && r.Seconds >= 1 {
-			bytes += r.Bytes
+		if r.RateCap == rateCap && r.Bytes > 0 && r.Seconds >= 1 && r.Seconds < 1e9 {
+			bytes += float64(r.Bytes)
 			secs += r.Seconds
 			n++
 		}
 	}
-	if n == 0 || bytes <= 0 {
+	if n == 0 {
 		return 0, 0, false
 	}
-	return int64(float64(bytes) / secs), n, true
+	rate = int64(bytes / secs)
+	if rate < 1 || bytes/secs > 1<<50 { // under 1 B/s or over 1 PiB/s: not a measurement
+		return 0, 0, false
+	}
+	return rate, n, true
 }
 
 func forecastScrub(in forecastInput) ScrubForecast {

@@ -588,6 +588,43 @@ func (st *ScrubState) completePass(now time.Time) {
 	}
 }
 
+// ErrStateInvalid is returned when the state file holds what no scrub
+// writes (an offset outside its image or not on a block boundary, a
+// missing entry): resuming from it would read the wrong places.
+var ErrStateInvalid = errors.New("not a state file a scrub wrote")
+
+// check validates a state read from a file: positions inside the images
+// and on block boundaries (O_DIRECT reads there), bad blocks inside them.
+func (st *ScrubState) check(blockSize int64) error {
+	if len(st.Images) > maxScrubImages {
+		return fmt.Errorf("%d images (at most %d)", len(st.Images), maxScrubImages)
+	}
+	for name, is := range st.Images {
+		switch {
+		case is == nil:
+			return fmt.Errorf("image %q has no entry", name)
+		case is.Size < 0 || is.Offset < 0 || is.Offset > is.Size:
+			return fmt.Errorf("image %s: offset %d outside its %d bytes", name, is.Offset, is.Size)
+		case is.Offset%blockSize != 0 && is.Offset != is.Size:
+			return fmt.Errorf("image %s: offset %d is not a multiple of the block size %d", name, is.Offset, blockSize)
+		case is.Size > 0 && is.Done != (is.Offset == is.Size):
+			return fmt.Errorf("image %s: done %v at offset %d of %d", name, is.Done, is.Offset, is.Size)
+		case len(is.BadBlocks) > maxBadPerImage:
+			return fmt.Errorf("image %s: %d bad blocks (at most %d are kept)", name, len(is.BadBlocks), maxBadPerImage)
+		}
+		for _, b := range is.BadBlocks {
+			if b < 0 || b >= is.Offset {
+				return fmt.Errorf("image %s: bad block at %d, not in the %d bytes read this pass", name, b, is.Offset)
+			}
+		}
+	}
+	return nil
+}
+
+// maxScrubImages bounds the images a state file may name (a RAID LV has at
+// most 64 images: LVM's limit).
+const maxScrubImages = 64
+
 func loadScrubState(o ScrubOptions, sizes map[string]int64, now time.Time) (*ScrubState, error) {
 	st := &ScrubState{Version: 1, Identity: o.Identity, Pass: 1}
 	if o.StatePath != "" {
@@ -598,6 +635,9 @@ func loadScrubState(o ScrubOptions, sizes map[string]int64, now time.Time) (*Scr
 		if found {
 			if st.Identity != o.Identity {
 				return nil, fmt.Errorf("%s: %w (written for %q, this is %q); pass another --state or move the file away", o.StatePath, ErrStateMismatch, st.Identity, o.Identity)
+			}
+			if err := st.check(o.BlockSize); err != nil {
+				return nil, fmt.Errorf("%s: %w: %v; move the file away to start over", o.StatePath, ErrStateInvalid, err)
 			}
 			for name, is := range st.Images {
 				sz, ok := sizes[name]

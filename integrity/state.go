@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/tbhost/tbhost/internal/sysread"
@@ -99,11 +100,44 @@ func ReadScrubActivity(path string, now time.Time) (ScrubActivity, error) {
 	if err != nil || !found {
 		return ScrubActivity{}, err
 	}
-	a := ScrubActivity{Images: st.ReadingImages, Disks: st.ReadingDisks, PID: st.PID, Updated: st.Updated}
+	a := ScrubActivity{Images: validNames(st.ReadingImages, ""), Disks: validNames(st.ReadingDisks, "/dev/"), PID: max(st.PID, 0), Updated: st.Updated}
 	age := now.Sub(st.Updated)
-	a.Running = len(st.ReadingDisks) > 0 && age >= -ActivityFreshness && age <= ActivityFreshness
+	a.Running = len(a.Disks) > 0 && age >= -ActivityFreshness && age <= ActivityFreshness
 	if !a.Running {
 		a.Images, a.Disks = nil, nil
 	}
 	return a, nil
+}
+
+// validNames keeps the entries that look like what a scrub writes: prefix
+// then a device or LV name (letters, digits and "+_.:-", at most 128
+// bytes), at most maxScrubImages of them, so a reader can match them
+// against its own names without surprises.
+func validNames(in []string, prefix string) []string {
+	var out []string
+	for _, s := range in {
+		name, ok := strings.CutPrefix(s, prefix)
+		if !ok || !plainName(name) {
+			continue
+		}
+		if len(out) == maxScrubImages {
+			break
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func plainName(s string) bool {
+	if s == "" || len(s) > 128 || s == "." || s == ".." {
+		return false
+	}
+	for _, c := range s {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', strings.ContainsRune("+_.:-", c):
+		default:
+			return false
+		}
+	}
+	return true
 }

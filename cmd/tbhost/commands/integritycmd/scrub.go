@@ -152,7 +152,7 @@ func runScrub(c *cli.Context) error {
 	})
 	p.finish()
 	if err != nil {
-		if errors.Is(err, integrity.ErrStateMismatch) || errors.Is(err, integrity.ErrNothingToScrub) || errors.Is(err, integrity.ErrDegraded) {
+		if errors.Is(err, integrity.ErrStateMismatch) || errors.Is(err, integrity.ErrStateInvalid) || errors.Is(err, integrity.ErrNothingToScrub) || errors.Is(err, integrity.ErrDegraded) {
 			return cliutil.Problem(err) // refused
 		}
 		return cliutil.CannotRun(err)
