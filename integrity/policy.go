@@ -51,6 +51,10 @@ type ScrubPolicy struct {
 	MinRate int64
 	// Deadline stops the run (zero: none); the next run resumes.
 	Deadline time.Time
+	// Slice is the time a run gets, for the forecast's nights (--budget,
+	// or the time to --until when the command started); 0 is the time from
+	// the scrub's start to Deadline.
+	Slice time.Duration
 	// StatePath is the checkpoint file; "" is DefaultStatePath(vg, lv).
 	StatePath string
 	// Direct reads with O_DIRECT (falls back to buffered reads, with a
@@ -89,6 +93,8 @@ func (p ScrubPolicy) Validate() error {
 		return &PolicyError{"chunk", "want a multiple of 4KiB, at least 64KiB (e.g. 4MiB)"}
 	case p.Parallel < 0:
 		return &PolicyError{"parallel", "want 0 (all images) or a positive number of images"}
+	case p.Slice < 0:
+		return &PolicyError{"budget", "want a positive duration, e.g. 2h"}
 	case p.MinRate < 0:
 		return &PolicyError{"min-rate", "want 0 (the default floor) or a positive rate"}
 	}
@@ -102,7 +108,7 @@ func (p ScrubPolicy) Options(vg, lv string) (ScrubOptions, error) {
 	if err := p.Validate(); err != nil {
 		return ScrubOptions{}, err
 	}
-	o := ScrubOptions{Rate: p.Rate, Chunk: p.Chunk, Parallel: p.Parallel, Deadline: p.Deadline, StatePath: p.StatePath, Direct: p.Direct}
+	o := ScrubOptions{Rate: p.Rate, Chunk: p.Chunk, Parallel: p.Parallel, Deadline: p.Deadline, Slice: p.Slice, StatePath: p.StatePath, Direct: p.Direct}
 	if o.Chunk == 0 {
 		o.Chunk = DefaultScrubChunk
 	}

@@ -55,8 +55,11 @@ type ScrubOptions struct {
 	Rate      int64  // total bytes/s over all images, 0 unthrottled
 	Parallel  int    // images read at once, default 1
 	Deadline  time.Time
-	Direct    bool // O_DIRECT (falls back to buffered reads, with a note, where refused)
-	Clock     Clock
+	// Slice is the time box the forecast assumes for every run (--budget);
+	// 0 is the time from the start to Deadline.
+	Slice  time.Duration
+	Direct bool // O_DIRECT (falls back to buffered reads, with a note, where refused)
+	Clock  Clock
 	// Stats, when set with a Rate, drives the backoff every SampleEvery.
 	Stats   DiskStatsSource
 	Backoff BackoffRule
@@ -373,9 +376,10 @@ func (r *scrubRun) forecast() {
 			in.Left += is.Size - is.Offset
 		}
 	}
-	if !r.o.Deadline.IsZero() {
-		// to the second: --budget 2h is a 2 h slice, not the 1h59m59.99s
-		// left once the command has started
+	switch {
+	case r.o.Slice > 0:
+		in.Slice = r.o.Slice
+	case !r.o.Deadline.IsZero():
 		in.Slice = r.o.Deadline.Sub(r.start).Round(time.Second)
 	}
 	f := forecastScrub(in)

@@ -120,7 +120,8 @@ func runScrub(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	dl, err := deadline(c, time.Now())
+	now := time.Now()
+	dl, err := deadline(c, now)
 	if err != nil {
 		return err
 	}
@@ -129,7 +130,7 @@ func runScrub(c *cli.Context) error {
 	if c.Bool("syncaction") {
 		return runSyncCheck(c, g, vg, lv, dl)
 	}
-	so, err := scrubOptions(c, vg, lv, dl)
+	so, err := scrubOptions(c, vg, lv, dl, now)
 	if err != nil {
 		return err
 	}
@@ -168,7 +169,7 @@ func runScrub(c *cli.Context) error {
 
 // scrubOptions maps the flags onto integrity's scrub policy (which owns
 // the defaults and the checks) and returns the read loop's options.
-func scrubOptions(c *cli.Context, vg, lv string, dl time.Time) (integrity.ScrubOptions, error) {
+func scrubOptions(c *cli.Context, vg, lv string, dl, now time.Time) (integrity.ScrubOptions, error) {
 	rate, err := sizes.ParseRate(c.String("rate"))
 	if err != nil {
 		return integrity.ScrubOptions{}, cliutil.Usage(fmt.Errorf("--rate: %w", err))
@@ -179,6 +180,9 @@ func scrubOptions(c *cli.Context, vg, lv string, dl time.Time) (integrity.ScrubO
 	}
 	pol := integrity.ScrubPolicy{Rate: rate, Chunk: chunk, Parallel: c.Int("parallel"), MaxAwait: c.Duration("max-await"),
 		Deadline: dl, StatePath: c.String("state"), Direct: !c.Bool("no-direct")}
+	if !dl.IsZero() { // the slice a run gets: --budget, or the time to --until
+		pol.Slice = max(dl.Sub(now), time.Second)
+	}
 	if pol.Parallel < 0 { // the flag always meant "all" for any value below 1
 		pol.Parallel = integrity.AllImages
 	}
