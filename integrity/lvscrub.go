@@ -9,8 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tbhost/tbhost/internal/blockdev"
 	"github.com/tbhost/tbhost/internal/diskstats"
 	"github.com/tbhost/tbhost/internal/execx"
+	"github.com/tbhost/tbhost/internal/sysread"
 	"github.com/tbhost/tbhost/lvm"
 )
 
@@ -321,6 +323,7 @@ func ScrubLV(ctx context.Context, o LVScrubOptions) (LVScrubReport, error) {
 		rep.Notes = append(rep.Notes, logErr.Error())
 	}
 
+	nameDisks(ctx, o.Root, plan.Targets)
 	so := o.Scrub
 	so.Targets, so.Identity = plan.Targets, plan.UUID
 	if so.Identity == "" {
@@ -331,6 +334,9 @@ func ScrubLV(ctx context.Context, o LVScrubOptions) (LVScrubReport, error) {
 		if so.BlockSize < 512 {
 			so.BlockSize = 512
 		}
+	}
+	if so.Foreground == "" {
+		so.Foreground, so.ForegroundName = foregroundDevice(o.Root, all, o.VG, o.LV), plan.LV
 	}
 	if !o.NoBackoff && so.Rate > 0 && so.Stats == nil {
 		src, err := diskstats.NewProcSource(o.Root, so.Clock)
@@ -387,7 +393,7 @@ func ScrubLV(ctx context.Context, o LVScrubOptions) (LVScrubReport, error) {
 			c.BadBlocks = len(res.Images[i].BadBlocks)
 		}
 		rep.Images = append(rep.Images, c)
-		on := strings.Join(t.Disks, "+")
+		on := t.DiskLabel()
 		if c.BadBlocks > 0 {
 			rep.Problems = append(rep.Problems, fmt.Sprintf("%s/%s on %s: %d unreadable blocks (dm-integrity checksum mismatches) this pass", o.VG, t.Name, on, c.BadBlocks))
 		}
@@ -398,6 +404,57 @@ func ScrubLV(ctx context.Context, o LVScrubOptions) (LVScrubReport, error) {
 		}
 	}
 	return rep, nil
+}
+
+// nameDisks fills in the serial of the disk under every target's PVs, from
+// the block device inventory under root (sysfs, udev, /dev/disk/by-id), so
+// that every line about an image names its disk the way the operator finds
+// it in the machine. Unknown serials stay unknown: the names are for
+// messages, the scrub does not depend on them.
+func nameDisks(ctx context.Context, root string, targets []ScrubTarget) {
+	inv, err := blockdev.Read(ctx, blockdev.Options{Root: root})
+	if err != nil {
+		return
+	}
+	for i := range targets {
+		t := &targets[i]
+		serials := make([]string, len(t.Disks))
+		known := false
+		for j, pv := range t.Disks {
+			d := inv.Find(pv)
+			if d != nil && d.Kind == "part" && d.Parent != "" {
+				d = inv.Find(d.Parent)
+			}
+			if d != nil && d.Serial != "" {
+				serials[j], known = d.Serial, true
+			}
+		}
+		if known {
+			t.Serials = serials
+		}
+	}
+}
+
+// foregroundDevice is the kernel name (dm-27) of vg/lv's own device, whose
+// reads in /proc/diskstats are the foreground's: from sysfs under root
+// (dm/name), else lvs' kernel minor; "" when neither says.
+func foregroundDevice(root string, all []lvm.LV, vg, lv string) string {
+	want := DMName(vg, lv)
+	if ents, err := os.ReadDir(filepath.Join(root, "sys/block")); err == nil {
+		for _, e := range ents {
+			if !strings.HasPrefix(e.Name(), "dm-") {
+				continue
+			}
+			b, err := sysread.File(filepath.Join(root, "sys/block", e.Name(), "dm/name"), 4096)
+			if err == nil && strings.TrimSpace(string(b)) == want {
+				return e.Name()
+			}
+		}
+	}
+	if top, ok := lvm.Find(all, vg, lv); ok && top.KernelMinor >= 0 && top.KernelMajor >= 0 {
+		return fmt.Sprintf("dm-%d", top.KernelMinor)
+	}
+	return ""
 }
 
 func mustFind(all []lvm.LV, vg, name string) lvm.LV {

@@ -8,11 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // ScrubTarget is one device the scrub reads end to end: for an LVM RAID
@@ -21,6 +24,23 @@ type ScrubTarget struct {
 	Name  string   `json:"name"`  // tables_rimage_0
 	Path  string   `json:"path"`  // /dev/mapper/vg--hdd-tables_rimage_0
 	Disks []string `json:"disks"` // /dev/sda: the disks under it
+	// Serials are the serial numbers of the whole disks under Disks, in
+	// the same order ("" where unknown), read from sysfs/udev under the
+	// scrub's root; nil when none is known.
+	Serials []string `json:"serials,omitempty"`
+}
+
+// DiskLabel names the disks under t for messages: "/dev/sdc (serial
+// ZAD0A1B3)", several joined by "+"; "" when t names none.
+func (t ScrubTarget) DiskLabel() string {
+	var parts []string
+	for i, d := range t.Disks {
+		if i < len(t.Serials) && t.Serials[i] != "" {
+			d += " (serial " + t.Serials[i] + ")"
+		}
+		parts = append(parts, d)
+	}
+	return strings.Join(parts, "+")
 }
 
 // ScrubOptions says what Scrub reads and how gently.
@@ -35,12 +55,21 @@ type ScrubOptions struct {
 	Rate      int64  // total bytes/s over all images, 0 unthrottled
 	Parallel  int    // images read at once, default 1
 	Deadline  time.Time
-	Direct    bool // O_DIRECT (falls back to buffered reads, with a note, where refused)
-	Clock     Clock
+	// Slice is the time box the forecast assumes for every run (--budget);
+	// 0 is the time from the start to Deadline.
+	Slice  time.Duration
+	Direct bool // O_DIRECT (falls back to buffered reads, with a note, where refused)
+	Clock  Clock
 	// Stats, when set with a Rate, drives the backoff every SampleEvery.
-	Stats       DiskStatsSource
-	Backoff     BackoffRule
-	SampleEvery time.Duration // default 5s
+	Stats   DiskStatsSource
+	Backoff BackoffRule
+	// Foreground is the kernel name (dm-27) of the array's own device in
+	// /proc/diskstats: the reads that come through the LV, never the
+	// scrub's (which reads the images beneath it). With it, a member disk
+	// the scrub is reading is judged by the foreground's r_await instead of
+	// its own (see Load). ForegroundName names it for humans (vg-hdd/tables).
+	Foreground, ForegroundName string
+	SampleEvery                time.Duration // default 5s
 	// CheckpointEvery bounds the work lost to a kill -9; default 5s.
 	CheckpointEvery time.Duration
 	Events          func(ScrubEvent) // progress, backoff and findings, as they happen
@@ -48,6 +77,10 @@ type ScrubOptions struct {
 	// open replaces openScrub in tests (to inject read errors).
 	open func(path string, direct bool) (blockReader, bool, string, error)
 }
+
+// ScrubEvent kinds are below; an event about one image names it (Image)
+// and the disks under it (Disks, and Disk for humans: "/dev/sdc (serial
+// ZAD0A1B3)"), known before the first read.
 
 // blockReader is what the read loop needs of an open device.
 type blockReader interface {
@@ -63,17 +96,22 @@ const (
 	EventBad      = "bad"      // a block could not be read (Offset, Message)
 	EventDone     = "done"     // an image finished
 	EventNote     = "note"     // something the user should know (Message)
+	EventForecast = "forecast" // before the first read: the pass's forecast (Forecast, Message)
 )
 
 // ScrubEvent is reported while Scrub runs.
 type ScrubEvent struct {
 	Kind    string
 	Image   string
+	Disks   []string // the disks under Image
+	Disk    string   // Disks for messages, with serials where known
 	Offset  int64
 	Size    int64
 	Bytes   int64
 	Rate    int64
 	Message string
+	// Forecast is set on EventForecast.
+	Forecast *ScrubForecast
 }
 
 // ScrubState is the checkpoint file.
@@ -85,6 +123,58 @@ type ScrubState struct {
 	Passes      []PassRecord           `json:"passes_completed"`
 	Images      map[string]*ImageState `json:"images"`
 	Updated     time.Time              `json:"updated"`
+	// ReadingImages and ReadingDisks are what a running scrub reads right
+	// now: the images in its read loop and the disks under them (as lvs
+	// names them, /dev/sdc), written whenever the set changes and with every
+	// checkpoint. A run clears them when it ends; one killed with -9 leaves
+	// them, so readers trust them only while Updated is recent and PID runs
+	// (ScrubActivity does).
+	ReadingImages []string `json:"reading_images,omitempty"`
+	ReadingDisks  []string `json:"reading_disks,omitempty"`
+	// PID is the running scrub's process id (0 when none runs).
+	PID int `json:"pid,omitempty"`
+	// Runs are the latest runs, newest last (at most maxRecentRuns): the
+	// forecast's measured rate comes from them.
+	Runs []RunRecord `json:"recent_runs,omitempty"`
+}
+
+// RunRecord is one run's reading: the achieved rate of a nightly slice.
+type RunRecord struct {
+	Ended   time.Time `json:"ended"`
+	Seconds float64   `json:"seconds"`
+	Bytes   int64     `json:"bytes"`
+	RateCap int64     `json:"rate_cap"` // the --rate it ran with (0 unthrottled)
+}
+
+const maxRecentRuns = 10
+
+// recordRun keeps run among the latest runs (runs that read nothing, or
+// too briefly to measure, are not kept).
+func (st *ScrubState) recordRun(run RunRecord) {
+	if run.Bytes <= 0 || run.Seconds < 1 {
+		return
+	}
+	st.Runs = append(st.Runs, run)
+	if n := len(st.Runs); n > maxRecentRuns {
+		st.Runs = append([]RunRecord{}, st.Runs[n-maxRecentRuns:]...)
+	}
+}
+
+// setReading writes the set of images being read into the state.
+func (st *ScrubState) setReading(reading map[string]ScrubTarget) {
+	st.ReadingImages, st.ReadingDisks = nil, nil
+	seen := map[string]bool{}
+	for name, t := range reading {
+		st.ReadingImages = append(st.ReadingImages, name)
+		for _, d := range t.Disks {
+			if !seen[d] {
+				seen[d] = true
+				st.ReadingDisks = append(st.ReadingDisks, d)
+			}
+		}
+	}
+	sort.Strings(st.ReadingImages)
+	sort.Strings(st.ReadingDisks)
 }
 
 // ImageState is one image's position in the current pass.
@@ -130,6 +220,9 @@ type ScrubResult struct {
 	FinalRate     int64         `json:"final_rate"`
 	Passes        []PassRecord  `json:"passes_completed"`
 	StateFile     string        `json:"state_file,omitempty"`
+	// Forecast is what a full pass takes at this run's rate and slice,
+	// computed before the first read.
+	Forecast *ScrubForecast `json:"forecast,omitempty"`
 }
 
 // BadBlockCount is the number of unreadable blocks found this pass.
@@ -151,18 +244,38 @@ const maxBadPerImage = 10000
 // deadline or when ctx is cancelled, saving the checkpoint, and returns the
 // result with Stopped set (no error). Unreadable blocks are findings in the
 // result, not errors.
+//
+// The steps, in order: fill in the defaults, measure the images and load
+// the checkpoint (startScrub), forecast the pass, read the images, a few at a time, while the
+// backoff watches the member disks (readImages), then record what was
+// read and, when every image is done, the pass (finish).
 func Scrub(ctx context.Context, o ScrubOptions) (ScrubResult, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return ScrubResult{}, err
+	}
+	run, err := startScrub(o)
+	if err != nil {
+		return run.res, err
+	}
+	run.forecast()
+	readErr := run.readImages(ctx)
+	return run.finish(ctx, readErr)
+}
+
+// withDefaults checks o and fills in its defaults.
+func (o ScrubOptions) withDefaults() (ScrubOptions, error) {
 	if o.Clock == nil {
 		o.Clock = RealClock{}
 	}
 	if o.Chunk <= 0 {
-		o.Chunk = 4 << 20
+		o.Chunk = DefaultScrubChunk
 	}
 	if o.BlockSize <= 0 {
 		o.BlockSize = 4096
 	}
 	if o.Chunk%o.BlockSize != 0 || o.BlockSize%512 != 0 {
-		return ScrubResult{}, fmt.Errorf("chunk %d must be a multiple of the block size %d, itself a multiple of 512", o.Chunk, o.BlockSize)
+		return o, fmt.Errorf("chunk %d must be a multiple of the block size %d, itself a multiple of 512", o.Chunk, o.BlockSize)
 	}
 	if o.Parallel < 1 {
 		o.Parallel = 1
@@ -173,181 +286,348 @@ func Scrub(ctx context.Context, o ScrubOptions) (ScrubResult, error) {
 	if o.CheckpointEvery <= 0 {
 		o.CheckpointEvery = 5 * time.Second
 	}
+	if o.open == nil {
+		o.open = openScrub
+	}
 	if len(o.Targets) == 0 {
-		return ScrubResult{}, errors.New("nothing to scrub: no targets")
+		return o, errors.New("nothing to scrub: no targets")
 	}
-	emit := func(e ScrubEvent) {
-		if o.Events != nil {
-			o.Events(e)
-		}
-	}
-	start := o.Clock.Now()
+	return o, nil
+}
 
+// scrubRun is one Scrub call: the checkpoint it keeps, the throttle its
+// readers share and what they have done so far.
+type scrubRun struct {
+	o        ScrubOptions
+	start    time.Time
+	throttle *Throttle
+	// budgetHit: a chunk could not be read before the deadline.
+	budgetHit atomic.Bool
+
+	mu       sync.Mutex // guards everything below
+	st       *ScrubState
+	res      ScrubResult
+	results  []ImageResult
+	lastSave time.Time
+	saveErr  error
+	// reading are the images whose read loop runs now; touched also keeps
+	// those that ended since the backoff last asked (scrubbedDisks).
+	reading map[string]ScrubTarget
+	touched map[string]ScrubTarget
+}
+
+// startScrub measures the images, loads (or starts) the checkpoint and
+// writes it, so a new pass is on disk before the first read.
+func startScrub(o ScrubOptions) (*scrubRun, error) {
+	r := &scrubRun{o: o, start: o.Clock.Now(), reading: map[string]ScrubTarget{}, touched: map[string]ScrubTarget{}}
 	sizes := map[string]int64{}
 	for _, t := range o.Targets {
 		sz, err := deviceSize(t.Path)
 		if err != nil {
-			return ScrubResult{}, fmt.Errorf("%s: %w", t.Name, err)
+			return r, fmt.Errorf("%s: %w", t.Name, err)
 		}
 		sizes[t.Name] = sz
 	}
-	st, err := loadScrubState(o, sizes, start)
+	st, err := loadScrubState(o, sizes, r.start)
 	if err != nil {
-		return ScrubResult{}, err
+		return r, err
 	}
-	res := ScrubResult{Pass: st.Pass, StateFile: o.StatePath}
+	r.st = st
+	r.res = ScrubResult{Pass: st.Pass, StateFile: o.StatePath}
+	r.results = make([]ImageResult, len(o.Targets))
+	r.lastSave = r.start
+	r.mu.Lock()
+	r.st.PID = os.Getpid()
+	r.checkpointLocked(true)
+	r.mu.Unlock()
+	if r.saveErr != nil {
+		return r, fmt.Errorf("%w (pass a writable --state FILE, or run as root for the default)", r.saveErr)
+	}
+	r.throttle = NewThrottle(o.Rate, o.Clock)
+	return r, nil
+}
 
-	var mu sync.Mutex // guards st, res and lastSave
-	lastSave := start
-	var saveErr error
-	save := func(force bool) {
-		if o.StatePath == "" {
-			return
-		}
-		now := o.Clock.Now()
-		if !force && now.Sub(lastSave) < o.CheckpointEvery {
-			return
-		}
-		lastSave = now
-		st.Updated = now
-		if err := writeJSONAtomic(o.StatePath, st); err != nil && saveErr == nil {
-			saveErr = err
-		}
+// checkpointLocked writes the state file (at most every CheckpointEvery
+// unless forced); r.mu must be held. The first write error is kept.
+func (r *scrubRun) checkpointLocked(force bool) {
+	if r.o.StatePath == "" {
+		return
 	}
-	save(true) // a new pass is on disk before the first read
-	if saveErr != nil {
-		return res, fmt.Errorf("%w (pass a writable --state FILE, or run as root for the default)", saveErr)
+	now := r.o.Clock.Now()
+	if !force && now.Sub(r.lastSave) < r.o.CheckpointEvery {
+		return
 	}
+	r.lastSave = now
+	r.st.Updated = now
+	r.st.setReading(r.reading)
+	if err := writeJSONAtomic(r.o.StatePath, r.st); err != nil && r.saveErr == nil {
+		r.saveErr = err
+	}
+}
 
-	throttle := NewThrottle(o.Rate, o.Clock)
+// forecast reports what a full pass takes at this run's rate and slice.
+func (r *scrubRun) forecast() {
+	r.mu.Lock()
+	in := forecastInput{Rate: r.o.Rate, Parallel: r.o.Parallel, Runs: r.st.Runs}
+	for _, t := range r.o.Targets {
+		is := r.st.Images[t.Name]
+		in.Sizes = append(in.Sizes, is.Size)
+		if !is.Done {
+			in.Left += is.Size - is.Offset
+		}
+	}
+	switch {
+	case r.o.Slice > 0:
+		in.Slice = r.o.Slice
+	case !r.o.Deadline.IsZero():
+		in.Slice = r.o.Deadline.Sub(r.start).Round(time.Second)
+	}
+	f := forecastScrub(in)
+	r.res.Forecast = &f
+	r.mu.Unlock()
+	r.emit(ScrubEvent{Kind: EventForecast, Message: f.String(), Forecast: &f})
+}
+
+func (r *scrubRun) emit(e ScrubEvent) {
+	if r.o.Events != nil {
+		r.o.Events(e)
+	}
+}
+
+// emitFor reports an event about target t, naming the disks under it.
+func (r *scrubRun) emitFor(t ScrubTarget, e ScrubEvent) {
+	e.Image, e.Disks, e.Disk = t.Name, t.Disks, t.DiskLabel()
+	r.emit(e)
+}
+
+// stopped says why the run must stop ("" : it need not): ctx is the
+// caller's context (cancelled: "interrupted"), or the deadline has come.
+func (r *scrubRun) stopped(ctx context.Context) string {
+	if ctx.Err() != nil {
+		return "interrupted"
+	}
+	if r.budgetHit.Load() || !r.o.Deadline.IsZero() && !r.o.Clock.Now().Before(r.o.Deadline) {
+		return "budget"
+	}
+	return ""
+}
+
+// readImages reads the images, Parallel at a time (errgroup), while the
+// backoff adjusts the shared throttle. The first read error stops the
+// others and is returned.
+func (r *scrubRun) readImages(ctx context.Context) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var budgetHit atomic.Bool // a chunk could not be read before the deadline
-	stopped := func() string {
-		if ctx.Err() != nil {
-			return "interrupted"
-		}
-		if budgetHit.Load() || !o.Deadline.IsZero() && !o.Clock.Now().Before(o.Deadline) {
-			return "budget"
-		}
-		return ""
-	}
-
-	// Backoff: sample the member disks, adjust the throttle.
-	var bgWG sync.WaitGroup
-	if o.Stats != nil && o.Rate > 0 {
-		rule := o.Backoff
-		if rule.MaxRate <= 0 {
-			rule.MaxRate = o.Rate
-		}
-		if rule.MaxAwait <= 0 {
-			rule.MaxAwait = DefaultMaxAwait
-		}
-		var disks []string
-		for _, t := range o.Targets {
-			for _, d := range t.Disks {
-				disks = append(disks, filepath.Base(d))
-			}
-		}
-		bgWG.Add(1)
-		go func() {
-			defer bgWG.Done()
-			runBackoff(runCtx, rule, o.Stats, throttle, o.Clock, o.SampleEvery, disks, func(d BackoffDecision) {
-				mu.Lock()
-				res.Backoffs++
-				mu.Unlock()
-				emit(ScrubEvent{Kind: EventBackoff, Rate: d.Rate, Message: d.Reason})
-			}, func(msg string) { emit(ScrubEvent{Kind: EventNote, Message: msg}) })
-		}()
-	}
-
-	results := make([]ImageResult, len(o.Targets))
-	queue := make(chan int)
-	var wg sync.WaitGroup
-	var firstErr error
-	for w := 0; w < o.Parallel; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range queue {
-				t := o.Targets[i]
-				mu.Lock()
-				is := st.Images[t.Name]
-				r := ImageResult{ScrubTarget: t, Size: is.Size, Start: is.Offset, End: is.Offset, Done: is.Done}
-				mu.Unlock()
-				if !r.Done && stopped() == "" && runCtx.Err() == nil {
-					err := scrubImage(runCtx, o, t, is, &r, throttle, &mu, save, stopped, emit, &budgetHit)
-					if err != nil {
-						mu.Lock()
-						if firstErr == nil {
-							firstErr = err
-						}
-						mu.Unlock()
-						cancel()
-					}
-				}
-				mu.Lock()
-				r.BadBlocks = append([]int64{}, is.BadBlocks...)
-				results[i] = r
-				mu.Unlock()
-			}
-		}()
-	}
-	for i := range o.Targets {
-		if stopped() != "" || runCtx.Err() != nil {
+	backoffDone := r.startBackoff(runCtx)
+	g, gctx := errgroup.WithContext(runCtx)
+	g.SetLimit(r.o.Parallel)
+	for i := range r.o.Targets {
+		if r.stopped(ctx) != "" || gctx.Err() != nil {
 			break
 		}
-		queue <- i
+		g.Go(func() error { return r.readTarget(ctx, gctx, i) })
 	}
-	close(queue)
-	wg.Wait()
+	err := g.Wait()
 	cancel()
-	bgWG.Wait()
+	backoffDone()
+	return err
+}
 
-	mu.Lock()
-	defer mu.Unlock()
-	for i, t := range o.Targets { // images never started this run
-		if results[i].Name == "" {
-			is := st.Images[t.Name]
-			results[i] = ImageResult{ScrubTarget: t, Size: is.Size, Start: is.Offset, End: is.Offset, Done: is.Done, BadBlocks: append([]int64{}, is.BadBlocks...)}
+// readTarget reads target i from its checkpoint on, unless it is done or
+// the run is stopping, and records its result.
+func (r *scrubRun) readTarget(parent, ctx context.Context, i int) error {
+	t := r.o.Targets[i]
+	r.mu.Lock()
+	is := r.st.Images[t.Name]
+	res := ImageResult{ScrubTarget: t, Size: is.Size, Start: is.Offset, End: is.Offset, Done: is.Done}
+	r.mu.Unlock()
+	var err error
+	if !res.Done && r.stopped(parent) == "" && ctx.Err() == nil {
+		r.beginReading(t)
+		err = r.scrubImage(parent, ctx, t, is, &res)
+		r.endReading(t)
+	}
+	r.mu.Lock()
+	res.BadBlocks = append([]int64{}, is.BadBlocks...)
+	r.results[i] = res
+	r.mu.Unlock()
+	return err
+}
+
+// beginReading and endReading keep the set of images being read (for the
+// backoff and for the state file's reading_disks), checkpointing when it
+// changes so a reader of the state file sees it at once.
+func (r *scrubRun) beginReading(t ScrubTarget) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reading[t.Name] = t
+	r.touched[t.Name] = t
+	r.checkpointLocked(true)
+}
+
+func (r *scrubRun) endReading(t ScrubTarget) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.reading, t.Name)
+	r.checkpointLocked(true)
+}
+
+// scrubbedDisks are the disks (kernel names, as /proc/diskstats has them)
+// the scrub read from since the last call: the images being read now and
+// those that ended in between.
+func (r *scrubRun) scrubbedDisks() map[string]bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]bool{}
+	for _, t := range r.touched {
+		for _, d := range t.Disks {
+			out[filepath.Base(d)] = true
 		}
 	}
-	res.Images = results
-	for _, r := range results {
-		res.Bytes += r.BytesRead
+	r.touched = map[string]ScrubTarget{}
+	for n, t := range r.reading {
+		r.touched[n] = t
 	}
-	res.Stopped = stopped()
-	res.FinalRate = throttle.Rate()
-	if firstErr != nil {
-		save(true)
-		return res, firstErr
+	r.checkpointLocked(false) // a heartbeat: Updated stays recent while the throttle holds the readers back
+	return out
+}
+
+// startBackoff samples the member disks every SampleEvery and adjusts the
+// throttle (when there is a rate to adjust and a diskstats source); the
+// returned function waits for it to end after ctx is cancelled.
+func (r *scrubRun) startBackoff(ctx context.Context) (wait func()) {
+	if r.o.Stats == nil || r.o.Rate <= 0 {
+		return func() {}
 	}
-	all := true
-	for _, is := range st.Images {
-		all = all && is.Done
+	rule := r.o.Backoff
+	if rule.MaxRate <= 0 {
+		rule.MaxRate = r.o.Rate
 	}
-	if all {
+	if rule.MaxAwait <= 0 {
+		rule.MaxAwait = DefaultMaxAwait
+	}
+	var members []string
+	for _, t := range r.o.Targets {
+		for _, d := range t.Disks {
+			members = append(members, filepath.Base(d))
+		}
+	}
+	load := func() Load {
+		return Load{Members: members, Scrubbing: r.scrubbedDisks(), Foreground: r.o.Foreground, ForegroundName: r.o.ForegroundName}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runBackoffWith(ctx, rule, r.o.Stats, r.throttle, r.o.Clock, r.o.SampleEvery, load, func(d BackoffDecision) {
+			r.mu.Lock()
+			r.res.Backoffs++
+			r.mu.Unlock()
+			r.emit(ScrubEvent{Kind: EventBackoff, Rate: d.Rate, Message: d.Reason})
+		}, func(msg string) { r.emit(ScrubEvent{Kind: EventNote, Message: msg}) })
+	}()
+	return func() { <-done }
+}
+
+// finish completes the result: images never started this run, totals, why
+// it stopped; records a completed pass (the next run starts a new one) and
+// this run (for the forecast), and writes the final checkpoint.
+func (r *scrubRun) finish(ctx context.Context, readErr error) (ScrubResult, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, t := range r.o.Targets { // images never started this run
+		if r.results[i].Name == "" {
+			is := r.st.Images[t.Name]
+			r.results[i] = ImageResult{ScrubTarget: t, Size: is.Size, Start: is.Offset, End: is.Offset, Done: is.Done, BadBlocks: append([]int64{}, is.BadBlocks...)}
+		}
+	}
+	res := &r.res
+	res.Images = r.results
+	for _, im := range r.results {
+		res.Bytes += im.BytesRead
+	}
+	res.Stopped = r.stopped(ctx)
+	res.FinalRate = r.throttle.Rate()
+	r.st.PID = 0
+	if readErr != nil {
+		r.checkpointLocked(true)
+		return *res, readErr
+	}
+	if r.st.allDone() {
 		res.PassCompleted = true
 		res.Stopped = ""
-		var total int64
-		bad := 0
-		for _, is := range st.Images {
-			total += is.Size
-			bad += len(is.BadBlocks)
-		}
-		st.Passes = append(st.Passes, PassRecord{Pass: st.Pass, Started: st.PassStarted, Completed: o.Clock.Now(), Bytes: total, BadBlocks: bad})
-		// The next run starts a new pass from the beginning.
-		st.Pass++
-		st.PassStarted = time.Time{}
-		for _, is := range st.Images {
-			is.Offset, is.Done, is.BadBlocks = 0, false, nil
+		r.st.completePass(r.o.Clock.Now())
+	}
+	res.Passes = append([]PassRecord{}, r.st.Passes...)
+	end := r.o.Clock.Now()
+	res.Seconds = end.Sub(r.start).Seconds()
+	r.st.recordRun(RunRecord{Ended: end, Seconds: res.Seconds, Bytes: res.Bytes, RateCap: r.o.Rate})
+	r.checkpointLocked(true)
+	return *res, r.saveErr
+}
+
+// allDone says every image has been read to its end this pass.
+func (st *ScrubState) allDone() bool {
+	for _, is := range st.Images {
+		if !is.Done {
+			return false
 		}
 	}
-	res.Passes = append([]PassRecord{}, st.Passes...)
-	save(true)
-	res.Seconds = o.Clock.Now().Sub(start).Seconds()
-	return res, saveErr
+	return true
 }
+
+// completePass records the pass in progress as completed at now and resets
+// every image, so the next run starts pass N+1 from the beginning.
+func (st *ScrubState) completePass(now time.Time) {
+	var total int64
+	bad := 0
+	for _, is := range st.Images {
+		total += is.Size
+		bad += len(is.BadBlocks)
+	}
+	st.Passes = append(st.Passes, PassRecord{Pass: st.Pass, Started: st.PassStarted, Completed: now, Bytes: total, BadBlocks: bad})
+	st.Pass++
+	st.PassStarted = time.Time{}
+	for _, is := range st.Images {
+		is.Offset, is.Done, is.BadBlocks = 0, false, nil
+	}
+}
+
+// ErrStateInvalid is returned when the state file holds what no scrub
+// writes (an offset outside its image or not on a block boundary, a
+// missing entry): resuming from it would read the wrong places.
+var ErrStateInvalid = errors.New("not a state file a scrub wrote")
+
+// check validates a state read from a file: positions inside the images
+// and on block boundaries (O_DIRECT reads there), bad blocks inside them.
+func (st *ScrubState) check(blockSize int64) error {
+	if len(st.Images) > maxScrubImages {
+		return fmt.Errorf("%d images (at most %d)", len(st.Images), maxScrubImages)
+	}
+	for name, is := range st.Images {
+		switch {
+		case is == nil:
+			return fmt.Errorf("image %q has no entry", name)
+		case is.Size < 0 || is.Offset < 0 || is.Offset > is.Size:
+			return fmt.Errorf("image %s: offset %d outside its %d bytes", name, is.Offset, is.Size)
+		case is.Offset%blockSize != 0 && is.Offset != is.Size:
+			return fmt.Errorf("image %s: offset %d is not a multiple of the block size %d", name, is.Offset, blockSize)
+		case is.Size > 0 && is.Done != (is.Offset == is.Size):
+			return fmt.Errorf("image %s: done %v at offset %d of %d", name, is.Done, is.Offset, is.Size)
+		case len(is.BadBlocks) > maxBadPerImage:
+			return fmt.Errorf("image %s: %d bad blocks (at most %d are kept)", name, len(is.BadBlocks), maxBadPerImage)
+		}
+		for _, b := range is.BadBlocks {
+			if b < 0 || b >= is.Offset {
+				return fmt.Errorf("image %s: bad block at %d, not in the %d bytes read this pass", name, b, is.Offset)
+			}
+		}
+	}
+	return nil
+}
+
+// maxScrubImages bounds the images a state file may name (a RAID LV has at
+// most 64 images: LVM's limit).
+const maxScrubImages = 64
 
 func loadScrubState(o ScrubOptions, sizes map[string]int64, now time.Time) (*ScrubState, error) {
 	st := &ScrubState{Version: 1, Identity: o.Identity, Pass: 1}
@@ -359,6 +639,9 @@ func loadScrubState(o ScrubOptions, sizes map[string]int64, now time.Time) (*Scr
 		if found {
 			if st.Identity != o.Identity {
 				return nil, fmt.Errorf("%s: %w (written for %q, this is %q); pass another --state or move the file away", o.StatePath, ErrStateMismatch, st.Identity, o.Identity)
+			}
+			if err := st.check(o.BlockSize); err != nil {
+				return nil, fmt.Errorf("%s: %w: %v; move the file away to start over", o.StatePath, ErrStateInvalid, err)
 			}
 			for name, is := range st.Images {
 				sz, ok := sizes[name]
@@ -393,6 +676,14 @@ func loadScrubState(o ScrubOptions, sizes map[string]int64, now time.Time) (*Scr
 // applies rule to the throttle, calling changed on every rate change.
 func runBackoff(ctx context.Context, rule BackoffRule, stats DiskStatsSource, th *Throttle, clock Clock,
 	every time.Duration, disks []string, changed func(BackoffDecision), note func(string)) {
+	runBackoffWith(ctx, rule, stats, th, clock, every, func() Load { return Load{Members: disks} }, changed, note)
+}
+
+// runBackoffWith is runBackoff with the load of every interval asked from
+// load (which disks the scrub read from meanwhile).
+func runBackoffWith(ctx context.Context, rule BackoffRule, stats DiskStatsSource, th *Throttle, clock Clock,
+	every time.Duration, load func() Load, changed func(BackoffDecision), note func(string)) {
+	load() // starts the first interval
 	prev, err := stats.Sample(ctx)
 	if err != nil {
 		note(fmt.Sprintf("backoff disabled: %v", err))
@@ -404,7 +695,7 @@ func runBackoff(ctx context.Context, rule BackoffRule, stats DiskStatsSource, th
 			note(fmt.Sprintf("backoff: %v", err))
 			continue
 		}
-		d := rule.Next(th.Rate(), disks, prev, now)
+		d := rule.Decide(th.Rate(), load(), prev, now)
 		prev = now
 		if d.Changed {
 			th.SetRate(d.Rate)
@@ -463,84 +754,87 @@ func alignedBuffer(n int64) []byte {
 	return b[off : off+int(n)]
 }
 
-func scrubImage(ctx context.Context, o ScrubOptions, t ScrubTarget, is *ImageState, r *ImageResult, th *Throttle,
-	mu *sync.Mutex, save func(bool), stopped func() string, emit func(ScrubEvent), budgetHit *atomic.Bool) error {
-	open := o.open
-	if open == nil {
-		open = openScrub
-	}
-	f, direct, note, err := open(t.Path, o.Direct)
+// scrubImage reads t from its checkpoint to the end, chunk by chunk at the
+// throttle's pace, locating the unreadable blocks of a chunk that fails. It
+// stops when the run stops (parent cancelled, the deadline) or ctx ends.
+func (r *scrubRun) scrubImage(parent, ctx context.Context, t ScrubTarget, is *ImageState, res *ImageResult) error {
+	f, direct, note, err := r.o.open(t.Path, r.o.Direct)
 	if err != nil {
 		return fmt.Errorf("%s: open %s: %w", t.Name, t.Path, err)
 	}
 	defer f.Close()
-	r.Direct, r.Note = direct, note
+	res.Direct, res.Note = direct, note
 	if note != "" {
-		emit(ScrubEvent{Kind: EventNote, Image: t.Name, Message: note})
+		r.emitFor(t, ScrubEvent{Kind: EventNote, Message: note})
 	}
-	buf := alignedBuffer(o.Chunk)
-	mu.Lock()
+	buf := alignedBuffer(r.o.Chunk)
+	r.mu.Lock()
 	off, size := is.Offset, is.Size
-	mu.Unlock()
-	emit(ScrubEvent{Kind: EventStart, Image: t.Name, Offset: off, Size: size})
-	for off < size {
-		if stopped() != "" || ctx.Err() != nil {
-			break
-		}
-		n := o.Chunk
-		if size-off < n {
-			n = size - off
-		}
-		if err := th.WaitUntil(ctx, n, o.Deadline); err != nil {
+	r.mu.Unlock()
+	r.emitFor(t, ScrubEvent{Kind: EventStart, Offset: off, Size: size})
+	for off < size && r.stopped(parent) == "" && ctx.Err() == nil {
+		n := min(r.o.Chunk, size-off)
+		if err := r.throttle.WaitUntil(ctx, n, r.o.Deadline); err != nil {
 			if errors.Is(err, ErrPastDeadline) {
-				budgetHit.Store(true) // the budget ends before this chunk may be read
+				r.budgetHit.Store(true) // the budget ends before this chunk may be read
 			}
 			break
 		}
-		got, rerr := readFull(f, buf[:roundUp(n, o.BlockSize)], off)
 		var bad []int64
-		if rerr != nil || int64(got) < n {
-			// Find the unreadable blocks one by one (dm-integrity answers a
-			// checksum failure with EILSEQ for that block only). The budget
-			// and cancellation hold here too: a chunk whose location is cut
-			// short is not marked read, so the next run starts it again.
-			cut := false
-			for b := off; b < off+n; b += o.BlockSize {
-				if ctx.Err() != nil || !o.Deadline.IsZero() && !o.Clock.Now().Before(o.Deadline) {
-					cut = true
-					break
-				}
-				if _, err := readFull(f, buf[:o.BlockSize], b); err != nil {
-					bad = append(bad, b)
-					emit(ScrubEvent{Kind: EventBad, Image: t.Name, Offset: b, Message: describeReadError(err)})
-				}
-			}
-			if cut {
-				if ctx.Err() == nil {
-					budgetHit.Store(true)
-				}
+		if got, err := readFull(f, buf[:roundUp(n, r.o.BlockSize)], off); err != nil || int64(got) < n {
+			var cut bool
+			if bad, cut = r.locateBad(ctx, t, f, buf, off, n); cut {
 				break
 			}
 		}
 		off += n
-		mu.Lock()
-		is.Offset = off
-		r.End = off
-		r.BytesRead += n
-		if len(is.BadBlocks)+len(bad) <= maxBadPerImage {
-			is.BadBlocks = append(is.BadBlocks, bad...)
-		}
-		if off >= size {
-			is.Done, r.Done = true, true
-		}
-		save(false)
-		mu.Unlock()
-		emit(ScrubEvent{Kind: EventProgress, Image: t.Name, Offset: off, Size: size, Bytes: n})
+		r.chunkRead(is, res, off, n, bad)
+		r.emitFor(t, ScrubEvent{Kind: EventProgress, Offset: off, Size: size, Bytes: n})
 	}
-	if r.Done {
-		emit(ScrubEvent{Kind: EventDone, Image: t.Name, Offset: off, Size: size})
+	if res.Done {
+		r.emitFor(t, ScrubEvent{Kind: EventDone, Offset: off, Size: size})
 	}
 	return nil
+}
+
+// locateBad re-reads the failed chunk [off, off+n) block by block to find
+// the unreadable blocks (dm-integrity answers a checksum failure with
+// EILSEQ for that block only), reporting each. The budget and cancellation
+// hold here too: cut says the search was cut short, and then the chunk is
+// not marked read, so the next run starts it again.
+func (r *scrubRun) locateBad(ctx context.Context, t ScrubTarget, f io.ReaderAt, buf []byte, off, n int64) (bad []int64, cut bool) {
+	bs := r.o.BlockSize
+	for b := off; b < off+n; b += bs {
+		if ctx.Err() != nil {
+			return bad, true
+		}
+		if !r.o.Deadline.IsZero() && !r.o.Clock.Now().Before(r.o.Deadline) {
+			r.budgetHit.Store(true)
+			return bad, true
+		}
+		if _, err := readFull(f, buf[:bs], b); err != nil {
+			bad = append(bad, b)
+			r.emitFor(t, ScrubEvent{Kind: EventBad, Offset: b, Message: describeReadError(err)})
+		}
+	}
+	return bad, false
+}
+
+// chunkRead records a chunk read up to off (n bytes, bad the unreadable
+// blocks in it) in the checkpoint and the image's result.
+func (r *scrubRun) chunkRead(is *ImageState, res *ImageResult, off, n int64, bad []int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	is.Offset = off
+	res.End = off
+	res.BytesRead += n
+	if len(is.BadBlocks)+len(bad) <= maxBadPerImage {
+		is.BadBlocks = append(is.BadBlocks, bad...)
+	}
+	if off >= is.Size {
+		is.Done, res.Done = true, true
+	}
+	r.checkpointLocked(false)
 }
 
 // describeReadError names what a failed read means on an integrity image.

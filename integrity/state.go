@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/tbhost/tbhost/internal/sysread"
 )
@@ -67,4 +69,75 @@ func readJSON(path string, v any) (found bool, err error) {
 		return false, fmt.Errorf("state %s: not a tbhost state file (%v); move it away or pass another --state", path, err)
 	}
 	return true, nil
+}
+
+// ScrubActivity is what a running scrub reads right now, from its state
+// file: the monitor uses it to leave the members the scrub is reading out
+// of its latency comparison (their r_await is the scrub's own load).
+type ScrubActivity struct {
+	// Running: the file names images being read and was updated within
+	// ActivityFreshness.
+	Running bool      `json:"running"`
+	Images  []string  `json:"images,omitempty"` // tables_rimage_2
+	Disks   []string  `json:"disks,omitempty"`  // /dev/sdc, as lvs names the PVs
+	PID     int       `json:"pid,omitempty"`
+	Updated time.Time `json:"updated"`
+}
+
+// ActivityFreshness is how old a state file may be and still describe a
+// running scrub: a scrub checkpoints at least every 5 s while its backoff
+// samples (and after every chunk otherwise), so an older file is a run
+// that was killed (kill -9 cannot clear reading_disks).
+const ActivityFreshness = 2 * time.Minute
+
+// ReadScrubActivity reads the scrub state file at path (by default
+// DefaultStatePath(vg, lv)) and says which disks a scrub reads at now. A
+// missing file is no scrub, not an error; a file that is not a scrub state
+// is an error naming it.
+func ReadScrubActivity(path string, now time.Time) (ScrubActivity, error) {
+	var st ScrubState
+	found, err := readJSON(path, &st)
+	if err != nil || !found {
+		return ScrubActivity{}, err
+	}
+	a := ScrubActivity{Images: validNames(st.ReadingImages, ""), Disks: validNames(st.ReadingDisks, "/dev/"), PID: max(st.PID, 0), Updated: st.Updated}
+	age := now.Sub(st.Updated)
+	a.Running = len(a.Disks) > 0 && age >= -ActivityFreshness && age <= ActivityFreshness
+	if !a.Running {
+		a.Images, a.Disks = nil, nil
+	}
+	return a, nil
+}
+
+// validNames keeps the entries that look like what a scrub writes: prefix
+// then a device or LV name (letters, digits and "+_.:-", at most 128
+// bytes), at most maxScrubImages of them, so a reader can match them
+// against its own names without surprises.
+func validNames(in []string, prefix string) []string {
+	var out []string
+	for _, s := range in {
+		name, ok := strings.CutPrefix(s, prefix)
+		if !ok || !plainName(name) {
+			continue
+		}
+		if len(out) == maxScrubImages {
+			break
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func plainName(s string) bool {
+	if s == "" || len(s) > 128 || s == "." || s == ".." {
+		return false
+	}
+	for _, c := range s {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', strings.ContainsRune("+_.:-", c):
+		default:
+			return false
+		}
+	}
+	return true
 }

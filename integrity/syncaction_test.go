@@ -77,6 +77,11 @@ func TestSyncCheckRestoresTheRecoveryRate(t *testing.T) {
 		if got := rateCalls(rec.Calls); strings.Join(got, ",") != "51200,128000" {
 			t.Fatalf("rate calls %v after cancellation: want 51200 then 128000 restored", got)
 		}
+		// the restore must really run, not just be attempted on the
+		// cancelled context (the recorded runner lists a call it refuses)
+		if !rep.RecoveryRateRestored || len(rep.Problems) != 0 {
+			t.Fatalf("restored %v, problems %q: the restore must run on a context of its own", rep.RecoveryRateRestored, rep.Problems)
+		}
 	})
 	t.Run("start fails", func(t *testing.T) {
 		rec := execx.NewRecorded()

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -30,7 +29,12 @@ func scrubCommand() *cli.Command {
 
    Gentle under load: the total read rate is capped by --rate, and every 5 s the member disks'
    r_await (from /proc/diskstats) is checked: above --max-await the rate is halved, below half of
-   it the rate grows back by --rate/8 (AIMD); each change is printed.
+   it the rate grows back by --rate/8 (AIMD); each change is printed. A disk the scrub is reading
+   is judged by the reads through the LV instead (its own r_await counts the scrub's reads).
+
+   Before it starts it prints its forecast: the bytes of a full pass, the rate it assumes (the
+   last runs' measured rate at this --rate, else --rate), the slice per night and the nights a
+   full pass needs, with a WARNING above 14 nights.
 
    Time-boxed and resumable: --budget 2h or --until 06:00 stops the run, the position of every
    image is checkpointed to --state (atomically, every 5 s and at the end; a kill -9 loses at
@@ -38,7 +42,7 @@ func scrubCommand() *cli.Command {
    with its completion time and the following run starts a new pass. Nightly cron:
      0 1 * * *  tbhost integrity scrub --until 06:00 vg-hdd/tables
 
-   Findings: unreadable blocks per image naming the disk, the integrity counters before and after,
+   Findings: unreadable blocks per image naming the disk and its serial, the integrity counters before and after,
    new kernel log lines. Each bad data block is then read through the LV so the RAID layer
    rebuilds it from the other disks and rewrites it (raid1, raid5); the image is re-read to
    confirm. Parity blocks need --syncaction.
@@ -116,7 +120,8 @@ func runScrub(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	dl, err := deadline(c, time.Now())
+	now := time.Now()
+	dl, err := deadline(c, now)
 	if err != nil {
 		return err
 	}
@@ -125,94 +130,30 @@ func runScrub(c *cli.Context) error {
 	if c.Bool("syncaction") {
 		return runSyncCheck(c, g, vg, lv, dl)
 	}
-	rate, err := sizes.ParseRate(c.String("rate"))
+	so, err := scrubOptions(c, vg, lv, dl, now)
 	if err != nil {
-		return cliutil.Usage(fmt.Errorf("--rate: %w", err))
+		return err
 	}
-	chunk, err := sizes.Parse(c.String("chunk"))
-	if err != nil || chunk < 64<<10 || chunk%4096 != 0 {
-		return cliutil.Usagef("--chunk %q: want a multiple of 4KiB, at least 64KiB (e.g. 4MiB)", c.String("chunk"))
-	}
-	state := c.String("state")
-	if state == "" {
-		state = filepath.Join("/var/lib/tbhost", fmt.Sprintf("scrub-%s-%s.json", vg, lv))
-	}
-	parallel := c.Int("parallel")
-	if parallel <= 0 {
-		parallel = 64
-	}
-	var (
-		mu  sync.Mutex
-		bar *progressbar.ProgressBar
-	)
-	say := func(format string, a ...any) {
-		if g.JSON {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if bar != nil {
-			bar.Clear()
-		}
-		fmt.Fprintf(g.Stderr, format+"\n", a...)
-	}
-	disksOf := map[string]string{}
-	events := func(e integrity.ScrubEvent) {
-		switch e.Kind {
-		case integrity.EventStart:
-			mu.Lock()
-			if bar == nil {
-				bar = progressBar(g, "scrub", e.Size-e.Offset)
-			} else {
-				bar.ChangeMax64(bar.GetMax64() + e.Size - e.Offset)
-			}
-			mu.Unlock()
-			if e.Offset > 0 {
-				say("%s: resuming at %s of %s (%.1f%%)", e.Image, sizes.Format(e.Offset), sizes.Format(e.Size), 100*float64(e.Offset)/float64(e.Size))
-			}
-		case integrity.EventProgress:
-			mu.Lock()
-			if bar != nil {
-				bar.Add64(e.Bytes)
-			}
-			mu.Unlock()
-		case integrity.EventBackoff:
-			say("backoff: %s -> %s/s", e.Message, sizes.Format(e.Rate))
-		case integrity.EventBad:
-			say("BAD %s%s at image byte %d: %s", e.Image, disksOf[e.Image], e.Offset, e.Message)
-		case integrity.EventDone:
-			say("%s: read to the end (%s)", e.Image, sizes.Format(e.Size))
-		case integrity.EventNote:
-			say("note: %s %s", e.Image, e.Message)
-		}
-	}
+	p := &scrubPrinter{g: g}
+	so.Events = p.event
 	if !g.JSON {
 		budget := "no time limit"
 		if !dl.IsZero() {
 			budget = "until " + dl.Format("2006-01-02 15:04 MST")
 		}
 		rateS := "unthrottled"
-		if rate > 0 {
-			rateS = sizes.Format(rate) + "/s"
+		if so.Rate > 0 {
+			rateS = sizes.Format(so.Rate) + "/s"
 		}
-		fmt.Fprintf(g.Stderr, "scrub %s/%s: rate %s, %s, state %s\n", vg, lv, rateS, budget, state)
+		fmt.Fprintf(g.Stderr, "scrub %s/%s: rate %s, %s, state %s\n", vg, lv, rateS, budget, so.StatePath)
 	}
 	rep, err := integrity.ScrubLV(ctx, integrity.LVScrubOptions{
 		VG: vg, LV: lv, Root: g.Root, Runner: g.Runner, NoBackoff: c.Bool("no-backoff"), RepairReads: !c.Bool("no-repair-reads"),
-		Scrub: integrity.ScrubOptions{
-			StatePath: state, Chunk: chunk, Rate: rate, Parallel: parallel, Deadline: dl, Direct: !c.Bool("no-direct"),
-			Backoff: integrity.BackoffRule{MaxAwait: c.Duration("max-await"), MinRate: minRate(rate), MaxRate: rate},
-			Events:  events,
-		},
+		Scrub: so,
 	})
-	if bar != nil {
-		bar.Finish()
-	}
-	for _, t := range rep.Plan.Targets {
-		disksOf[t.Name] = " (" + strings.Join(t.Disks, "+") + ")"
-	}
+	p.finish()
 	if err != nil {
-		if errors.Is(err, integrity.ErrStateMismatch) || errors.Is(err, integrity.ErrNothingToScrub) || errors.Is(err, integrity.ErrDegraded) {
+		if errors.Is(err, integrity.ErrStateMismatch) || errors.Is(err, integrity.ErrStateInvalid) || errors.Is(err, integrity.ErrNothingToScrub) || errors.Is(err, integrity.ErrDegraded) {
 			return cliutil.Problem(err) // refused
 		}
 		return cliutil.CannotRun(err)
@@ -226,13 +167,107 @@ func runScrub(c *cli.Context) error {
 	return nil
 }
 
-// minRate is the backoff floor: a sixteenth of --rate, at least 1 MiB/s.
-func minRate(rate int64) int64 {
-	m := rate / 16
-	if m < 1<<20 {
-		m = 1 << 20
+// scrubOptions maps the flags onto integrity's scrub policy (which owns
+// the defaults and the checks) and returns the read loop's options.
+func scrubOptions(c *cli.Context, vg, lv string, dl, now time.Time) (integrity.ScrubOptions, error) {
+	rate, err := sizes.ParseRate(c.String("rate"))
+	if err != nil {
+		return integrity.ScrubOptions{}, cliutil.Usage(fmt.Errorf("--rate: %w", err))
 	}
-	return m
+	chunk, err := sizes.Parse(c.String("chunk"))
+	if err != nil {
+		return integrity.ScrubOptions{}, cliutil.Usagef("--chunk %q: want a multiple of 4KiB, at least 64KiB (e.g. 4MiB)", c.String("chunk"))
+	}
+	pol := integrity.ScrubPolicy{Rate: rate, Chunk: chunk, Parallel: c.Int("parallel"), MaxAwait: c.Duration("max-await"),
+		Deadline: dl, StatePath: c.String("state"), Direct: !c.Bool("no-direct")}
+	if !dl.IsZero() { // the slice a run gets: --budget, or the time to --until
+		pol.Slice = max(dl.Sub(now), time.Second)
+	}
+	if pol.Parallel < 0 { // the flag always meant "all" for any value below 1
+		pol.Parallel = integrity.AllImages
+	}
+	if chunk == 0 { // the policy's zero is its default; --chunk 0 was always refused
+		pol.Chunk = -1
+	}
+	so, err := pol.Options(vg, lv)
+	var pe *integrity.PolicyError
+	if errors.As(err, &pe) {
+		return so, cliutil.Usagef("--%s %q: %s", pe.Field, c.String(pe.Field), pe.Want)
+	}
+	return so, err
+}
+
+// scrubPrinter shows the scrub's events as they happen: a progress bar on
+// a terminal, and a line per backoff, bad block, finished image and note
+// on stderr (nothing with --json). Events come from several goroutines.
+type scrubPrinter struct {
+	g   *cliutil.Globals
+	mu  sync.Mutex
+	bar *progressbar.ProgressBar
+}
+
+func (p *scrubPrinter) say(format string, a ...any) {
+	if p.g.JSON {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar != nil {
+		p.bar.Clear()
+	}
+	fmt.Fprintf(p.g.Stderr, format+"\n", a...)
+}
+
+// on names an image with the disks under it, "tables_rimage_2 on /dev/sdc
+// (serial ZAD0A1B3)": the scrub knows them before its first read.
+func on(e integrity.ScrubEvent) string {
+	if e.Disk == "" {
+		return e.Image
+	}
+	return e.Image + " on " + e.Disk
+}
+
+func (p *scrubPrinter) event(e integrity.ScrubEvent) {
+	switch e.Kind {
+	case integrity.EventForecast:
+		p.say("%s", e.Message)
+		if e.Forecast != nil && e.Forecast.Warning != "" {
+			p.say("WARNING: %s", e.Forecast.Warning)
+		}
+	case integrity.EventStart:
+		p.mu.Lock()
+		if p.bar == nil {
+			p.bar = progressBar(p.g, "scrub", e.Size-e.Offset)
+		} else {
+			p.bar.ChangeMax64(p.bar.GetMax64() + e.Size - e.Offset)
+		}
+		p.mu.Unlock()
+		if e.Offset > 0 {
+			p.say("%s: resuming at %s of %s (%.1f%%)", e.Image, sizes.Format(e.Offset), sizes.Format(e.Size), 100*float64(e.Offset)/float64(e.Size))
+		}
+	case integrity.EventProgress:
+		p.mu.Lock()
+		if p.bar != nil {
+			p.bar.Add64(e.Bytes)
+		}
+		p.mu.Unlock()
+	case integrity.EventBackoff:
+		p.say("backoff: %s -> %s/s", e.Message, sizes.Format(e.Rate))
+	case integrity.EventBad:
+		p.say("BAD %s at image byte %d: %s", on(e), e.Offset, e.Message)
+	case integrity.EventDone:
+		p.say("%s: read to the end (%s)", e.Image, sizes.Format(e.Size))
+	case integrity.EventNote:
+		p.say("note: %s %s", e.Image, e.Message)
+	}
+}
+
+func (p *scrubPrinter) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar != nil {
+		p.bar.Finish()
+	}
 }
 
 func printScrub(w io.Writer, rep integrity.LVScrubReport) error {
