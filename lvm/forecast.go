@@ -25,12 +25,20 @@ type FilesystemCapacity struct {
 // take timeline.Defaults.
 type ForecastOptions struct {
 	Rates timeline.Rates
+	// AllowPartialSet accepts a --tables-size too small for the full 3-7
+	// set (the operator serves a smaller set on purpose); without it
+	// AddForecast refuses such a plan.
+	AllowPartialSet bool
 }
 
 // AddForecast adds to the plan what the filesystems tbhost makes will hold,
 // whether the full 3-7 set and its prefix store fit, and the TIMELINE of the
 // long steps. It adds a warning for every set that does not fit and for a
-// scrub pass longer than timeline.TargetScrubNights.
+// scrub pass longer than timeline.TargetScrubNights. A tables array sized
+// by --tables-size whose filesystem cannot hold the full set is refused
+// (a *RefusedError naming the smallest size that fits) unless
+// o.AllowPartialSet: the operator chose the size, so a size that leaves the
+// set out is a mistake to stop, not a fact of the hardware to report.
 func (p *Plan) AddForecast(o ForecastOptions) error {
 	if p.Summary == nil {
 		p.Summary = &PlanCapacity{}
@@ -39,6 +47,7 @@ func (p *Plan) AddForecast(o ForecastOptions) error {
 	p.Summary.Set = &set
 	var host timeline.Host
 	host.TablesBytes, host.PrefixBytes = set.Bytes, set.PrefixBytes
+	var refused []string
 	for _, a := range p.Arrays {
 		role := capacity.Role(a.Role)
 		if role != capacity.RoleTables && role != capacity.RolePrefix {
@@ -72,6 +81,20 @@ func (p *Plan) AddForecast(o ForecastOptions) error {
 				Array: a.VG + "/" + a.LV, Role: a.Role, Mkfs: args, Why: choice.Why, Usage: u})
 			f := capacity.Check(what+" on "+fs, need, u.Available)
 			p.Summary.Fits = append(p.Summary.Fits, f)
+			if !f.Fits && role == capacity.RoleTables && a.RequestedSize > 0 {
+				msg := fmt.Sprintf("%s/%s: --tables-size %s: %s", a.VG, a.LV, sizes.Format(a.RequestedSize), f.Message)
+				if min, ok := minTablesSize(a, p.ExtentSize, fs, need, stripe); ok {
+					msg += fmt.Sprintf("; give at least --tables-size %dGiB for the full set on %s", (min+(1<<30)-1)>>30, fs)
+				} else {
+					msg += "; not even all of the VG holds it: add HDDs"
+				}
+				if !o.AllowPartialSet {
+					refused = append(refused, msg+", or pass --allow-partial-set to serve a smaller set on purpose")
+					continue
+				}
+				p.Warnings = append(p.Warnings, msg+" (--allow-partial-set: a smaller set on purpose)")
+				continue
+			}
 			if !f.Fits {
 				way := "add HDDs, or serve a smaller set"
 				if role == capacity.RolePrefix {
@@ -85,6 +108,9 @@ func (p *Plan) AddForecast(o ForecastOptions) error {
 			host.ImageBytes = a.Layout.ImageExtents * p.ExtentSize
 			host.Integrity = a.Integrity.Enabled
 		}
+	}
+	if len(refused) > 0 {
+		return &RefusedError{What: "lvm plan refused", Problems: refused}
 	}
 	r := o.Rates
 	def := timeline.Defaults(host.DataStripes)
@@ -117,6 +143,38 @@ func (p *Plan) AddForecast(o ForecastOptions) error {
 	}
 	p.Timeline = &tl
 	return nil
+}
+
+// minTablesSize is the smallest LV size (a whole number of extents per
+// data stripe) whose fs filesystem holds need bytes, found by bisection
+// over the image extents of a's layout; ok is false when not even the
+// largest image the PVs hold does.
+func minTablesSize(a Array, extentSize int64, fs string, need int64, stripe capacity.XFSOptions) (int64, bool) {
+	if a.Layout == nil || a.DataStripes < 1 {
+		return 0, false
+	}
+	full, err := SizeRaid5(a.Layout.PVExtents, extentSize, a.Integrity.Enabled)
+	if err != nil {
+		return 0, false
+	}
+	size := func(img int64) int64 { return int64(a.DataStripes) * img * extentSize }
+	fits := func(img int64) bool {
+		u, err := capacity.Usable(capacity.RoleTables, fs, size(img), stripe)
+		return err == nil && u.Available >= need
+	}
+	if !fits(full.ImageExtents) {
+		return 0, false
+	}
+	lo, hi := int64(1), full.ImageExtents // hi fits
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if fits(mid) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return size(hi), true
 }
 
 // forecastText is the CAPACITY detail and the TIMELINE of the plan's text.

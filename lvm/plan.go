@@ -101,8 +101,15 @@ type Array struct {
 	Size        int64        `json:"size" yaml:"size"`       // usable bytes of the LV
 	Raw         int64        `json:"raw" yaml:"raw"`         // bytes of the devices
 	Layout      *Raid5Layout `json:"per_device,omitempty" yaml:"per_device,omitempty"`
-	Integrity   Integrity    `json:"integrity" yaml:"integrity"`
-	Filesystem  *Filesystem  `json:"filesystem,omitempty" yaml:"filesystem,omitempty"`
+	// RequestedSize is lvm plan --tables-size (bytes as asked; Extents is
+	// it rounded up to whole extents per data stripe); 0: all of the VG.
+	RequestedSize int64 `json:"requested_size,omitempty" yaml:"requested_size,omitempty"`
+	// VGFreeExtents are the VG's extents lvcreate leaves free (the spare
+	// extent of each PV, and what --tables-size / --prefix-size left out).
+	// 0 in plans written before tbhost reported it.
+	VGFreeExtents int64       `json:"vg_free_extents" yaml:"vg_free_extents"`
+	Integrity     Integrity   `json:"integrity" yaml:"integrity"`
+	Filesystem    *Filesystem `json:"filesystem,omitempty" yaml:"filesystem,omitempty"`
 }
 
 // DevPath is the LV's device node.
@@ -115,6 +122,7 @@ type PlanOptions struct {
 	Wipe  []string // --wipe: devices whose content may be destroyed
 
 	PrefixSize         int64  // bytes of vg-nvme/prefix; 0 = all
+	TablesSize         int64  // bytes of vg-hdd/tables (--tables-size); 0 = all the VG holds
 	IntegrityMode      string // journal (default) or bitmap
 	IntegrityBlockSize int    // 0 = what lvcreate will use for these disks
 	NoNVMe             bool   // plan the HDD array only
@@ -551,17 +559,26 @@ func planRaid5(hdds []*blockdev.Device, opts PlanOptions, p *Plan) (*Array, []st
 		}
 		p.Warnings = append(p.Warnings, msg)
 	}
+	data := len(hdds) - 1
 	layout, err := SizeRaid5(minExt, opts.ExtentSize, true)
 	if err != nil {
 		return nil, []string{fmt.Sprintf("HDDs of %s: %v", sizes.Format(hdds[0].Size), err)}
 	}
-	data := len(hdds) - 1
+	if opts.TablesSize > 0 {
+		layout, err = SizeRaid5For(opts.TablesSize, minExt, opts.ExtentSize, data, true)
+		if err != nil {
+			maxBytes := int64(data) * layout.ImageExtents * opts.ExtentSize
+			return nil, []string{fmt.Sprintf("--tables-size %s: %v on %d HDDs; give at most --tables-size %dGiB, or leave --tables-size out for all of it",
+				sizes.Format(opts.TablesSize), err, len(hdds), maxBytes>>30)}
+		}
+	}
 	a := &Array{
 		Role: "tables", VG: opts.HDDVG, LV: opts.TablesLV, Type: "raid5", Stripes: len(hdds), DataStripes: data,
-		Extents: int64(data) * layout.ImageExtents, Raw: raw, Layout: &layout,
+		Extents: int64(data) * layout.ImageExtents, Raw: raw, Layout: &layout, RequestedSize: opts.TablesSize,
 		Integrity: Integrity{Enabled: true, Mode: opts.IntegrityMode, BlockSize: bs, Why: why},
 	}
 	a.Size = a.Extents * opts.ExtentSize
+	a.VGFreeExtents = raid5FreeExtents(hdds, opts.ExtentSize, layout)
 	for _, d := range hdds {
 		a.Devices = append(a.Devices, d.Ref())
 	}
@@ -574,6 +591,12 @@ func planRaid5(hdds []*blockdev.Device, opts PlanOptions, p *Plan) (*Array, []st
 		a.VG, a.LV, layout.PVExtents, layout.ImageExtents, layout.RmetaExtents, layout.ImetaExtents, layout.SpareExtents,
 		sizes.Format(a.Size), sizes.Format(raw), sizes.Format(layout.ImageExtents*opts.ExtentSize),
 		sizes.Format(int64(len(hdds))*layout.ImetaExtents*opts.ExtentSize)))
+	if opts.TablesSize > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("%s/%s: --tables-size %s (%d bytes) as asked: %d extents (rounded up to whole extents, %d per data stripe), %s",
+			a.VG, a.LV, sizes.Format(opts.TablesSize), opts.TablesSize, a.Extents, layout.ImageExtents, sizes.Format(a.Size)))
+	}
+	p.Notes = append(p.Notes, fmt.Sprintf("%s: %d extents (%s) remain free in the VG after lvcreate (%d per HDD%s)",
+		a.VG, a.VGFreeExtents, sizes.Format(a.VGFreeExtents*opts.ExtentSize), layout.SpareExtents, map[bool]string{true: ": the room --tables-size left", false: ": the spare margin"}[opts.TablesSize > 0]))
 	p.Notes = append(p.Notes, fmt.Sprintf("%s/%s: integrity block size %d: %s", a.VG, a.LV, bs, why))
 	if opts.IntegrityMode == "journal" {
 		p.Notes = append(p.Notes, fmt.Sprintf("%s/%s: integrity mode journal (every write is written twice; safe across crashes). Tables are written once: --integrity-mode bitmap halves write time", a.VG, a.LV))
@@ -610,6 +633,10 @@ func planRaid0(nvmes []*blockdev.Device, opts PlanOptions, p *Plan) (*Array, []s
 	}
 	a := &Array{Role: "prefix", VG: opts.NVMeVG, LV: opts.PrefixLV, Type: "raid0", Stripes: len(nvmes), DataStripes: len(nvmes),
 		Extents: ext, Size: ext * opts.ExtentSize, Raw: raw}
+	for _, d := range nvmes {
+		a.VGFreeExtents += PVExtents(d.Size, opts.ExtentSize)
+	}
+	a.VGFreeExtents -= ext
 	if len(nvmes) == 1 {
 		a.Type = "linear"
 		p.Notes = append(p.Notes, fmt.Sprintf("%s/%s: only one NVMe device: a linear LV (no striping)", a.VG, a.LV))
@@ -624,6 +651,16 @@ func planRaid0(nvmes []*blockdev.Device, opts PlanOptions, p *Plan) (*Array, []s
 		a.Filesystem = newFS(opts.PrefixFS, opts.PrefixMount, "/srv/syzygy-prefix", opts.UUID())
 	}
 	return a, nil
+}
+
+// raid5FreeExtents is what stays free in the VG of hdds after lvcreate:
+// on each PV its extents less the image, rmeta and imeta of the layout.
+func raid5FreeExtents(hdds []*blockdev.Device, extentSize int64, l Raid5Layout) int64 {
+	var free int64
+	for _, d := range hdds {
+		free += PVExtents(d.Size, extentSize) - l.ImageExtents - l.RmetaExtents - l.ImetaExtents
+	}
+	return free
 }
 
 func newFS(typ, mount, def, uuid string) *Filesystem {

@@ -118,6 +118,12 @@ func (p *Plan) WriteText(w io.Writer) error {
 			fmt.Fprintf(w, ", %d stripes", a.Stripes)
 		}
 		fmt.Fprintf(w, ", %d extents = %s usable of %s raw\n", a.Extents, sizes.Format(a.Size), sizes.Format(a.Raw))
+		if a.RequestedSize > 0 {
+			fmt.Fprintf(w, "    size: --tables-size %s (%d bytes) rounded up to %d extents\n", sizes.Format(a.RequestedSize), a.RequestedSize, a.Extents)
+		}
+		if a.VGFreeExtents > 0 || a.RequestedSize > 0 {
+			fmt.Fprintf(w, "    VG %s: %d extents (%s) remain free after lvcreate (raw PV space)\n", a.VG, a.VGFreeExtents, sizes.Format(a.VGFreeExtents*p.ExtentSize))
+		}
 		if a.Integrity.Enabled {
 			fmt.Fprintf(w, "    integrity: %s, block size %d (%s)\n", a.Integrity.Mode, a.Integrity.BlockSize, a.Integrity.Why)
 		}

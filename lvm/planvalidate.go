@@ -374,6 +374,15 @@ func (p *Plan) validateIntegrity(field string, a *Array, members []*PlanDevice, 
 	}
 }
 
+// vgFree is the extents of a VG over members.
+func vgFree(members []*PlanDevice, extentSize int64) int64 {
+	var n int64
+	for _, d := range members {
+		n += PVExtents(d.Size, extentSize)
+	}
+	return n
+}
+
 // validateSizes recomputes the extents from the members' sizes.
 func (p *Plan) validateSizes(field string, a *Array, members []*PlanDevice, bad func(string, string, ...any)) {
 	if p.ExtentSize < 1<<20 || !powerOfTwo(p.ExtentSize) {
@@ -400,6 +409,16 @@ func (p *Plan) validateSizes(field string, a *Array, members []*PlanDevice, bad 
 			bad(field+".devices", "%v", err)
 			return
 		}
+		if a.RequestedSize < 0 {
+			bad(field+".requested_size", "%d: a size above 0, or absent for all of the VG", a.RequestedSize)
+			return
+		}
+		if a.RequestedSize > 0 {
+			if l, err = SizeRaid5For(a.RequestedSize, minExt, p.ExtentSize, len(members)-1, true); err != nil {
+				bad(field+".requested_size", "%d: %v", a.RequestedSize, err)
+				return
+			}
+		}
 		if a.Layout == nil || *a.Layout != l {
 			bad(field+".per_device", "%+v, but on these devices lvm2 2.03.16 makes %+v: re-plan", a.Layout, l)
 		}
@@ -407,10 +426,19 @@ func (p *Plan) validateSizes(field string, a *Array, members []*PlanDevice, bad 
 			bad(field+".extents", "%d: %d HDDs of %d bytes hold exactly %d extents as raid5 with integrity (the sizes must match the disks)", a.Extents, n, members[0].Size, int64(len(members)-1)*l.ImageExtents)
 			return
 		}
+		if free := vgFree(members, p.ExtentSize) - int64(len(members))*(l.ImageExtents+l.RmetaExtents+l.ImetaExtents); a.VGFreeExtents != 0 && a.VGFreeExtents != free {
+			bad(field+".vg_free_extents", "%d, but this layout leaves %d extents of the VG free", a.VGFreeExtents, free)
+		}
 	default:
+		if a.RequestedSize != 0 {
+			bad(field+".requested_size", "%d: only the raid5 tables array has one (the %s LV's size is its extents)", a.RequestedSize, a.Type)
+		}
 		if a.Extents <= 0 || a.Extents > minExt*n || a.Extents%n != 0 {
 			bad(field+".extents", "%d: a %s LV over %d devices of %d extents each has a multiple of %d extents, at most %d", a.Extents, a.Type, n, minExt, n, minExt*n)
 			return
+		}
+		if free := vgFree(members, p.ExtentSize) - a.Extents; a.VGFreeExtents != 0 && a.VGFreeExtents != free {
+			bad(field+".vg_free_extents", "%d, but %d extents of the VG's %d stay free", a.VGFreeExtents, free, vgFree(members, p.ExtentSize))
 		}
 	}
 	if a.Size != a.Extents*p.ExtentSize {

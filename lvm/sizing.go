@@ -1,6 +1,10 @@
 package lvm
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/tbhost/tbhost/internal/sizes"
+)
 
 // Sizing facts of lvm2 2.03.16 (Debian 12), the version tbhost plans for.
 const (
@@ -106,5 +110,41 @@ func SizeRaid5(pvExtents, extentSize int64, integrity bool) (Raid5Layout, error)
 		}
 	}
 	l.ImageExtents, l.ImetaExtents = lo, meta(lo)
+	return l, nil
+}
+
+// SizeRaid5For is the layout of a raid5 LV of a chosen size (lvm plan
+// --tables-size) on PVs of pvExtents extents: size is rounded up to whole
+// extents and then to a whole number of extents per data stripe, as
+// lvcreate --size does ("Rounding size up to full stripe"); each image
+// then takes its rmeta and integrity metadata, and SpareExtents is what
+// stays free on each PV. It fails when that leaves less than the one
+// spare extent the full-size plan keeps, naming the largest size that fits.
+func SizeRaid5For(size, pvExtents, extentSize int64, dataStripes int, integrity bool) (Raid5Layout, error) {
+	full, err := SizeRaid5(pvExtents, extentSize, integrity)
+	if err != nil {
+		return full, err
+	}
+	if dataStripes < 1 {
+		return full, fmt.Errorf("raid5 needs at least 1 data stripe, got %d", dataStripes)
+	}
+	max := int64(dataStripes) * full.ImageExtents * extentSize
+	if size <= 0 {
+		return full, fmt.Errorf("size %d: give a size above 0", size)
+	}
+	if size > max {
+		return full, fmt.Errorf("%s is more than the VG holds as raid5 with integrity: at most %s (%d bytes = %d data stripes x %d extents)",
+			sizes.Format(size), sizes.Format(max), max, dataStripes, full.ImageExtents)
+	}
+	ext := (size + extentSize - 1) / extentSize
+	img := (ext + int64(dataStripes) - 1) / int64(dataStripes)
+	l := Raid5Layout{PVExtents: pvExtents, ImageExtents: img, RmetaExtents: RmetaExtents}
+	if integrity {
+		l.ImetaExtents = IntegrityMetaExtents(img, extentSize)
+	}
+	l.SpareExtents = pvExtents - img - l.RmetaExtents - l.ImetaExtents
+	if l.SpareExtents < SpareExtents { // unreachable while size <= max; kept as the invariant
+		return full, fmt.Errorf("%s leaves no spare extent on a PV of %d extents", sizes.Format(size), pvExtents)
+	}
 	return l, nil
 }

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -46,8 +48,8 @@ type ExtractOptions struct {
 	Force      bool // rewrite prefixes that are already valid
 	// Pause sleeps after each file: a test knob so a kill lands mid-run.
 	Pause time.Duration
-	// FreeSpace returns the bytes available to an unprivileged writer in dir;
-	// nil uses statfs.
+	// FreeSpace returns the bytes the store may use in dir; nil uses
+	// Statfs (f_bavail, root's reserve not counted: see Writable).
 	FreeSpace func(dir string) (int64, error)
 	Progress  Progress // nil: silent
 }
@@ -81,13 +83,73 @@ type ExtractReport struct {
 	Seconds      float64   `json:"seconds"`
 }
 
-// Statfs returns the bytes available to unprivileged users on dir's file system.
+// Statfs returns the bytes tbhost lets a prefix store use on dir's file
+// system: Writable of its statfs.
 func Statfs(dir string) (int64, error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
 		return 0, fmt.Errorf("statfs %s: %w", dir, err)
 	}
-	return int64(st.Bavail) * int64(st.Bsize), nil
+	return Writable(&st), nil
+}
+
+// Writable is the space a store may count on: f_bavail (the blocks an
+// ordinary user can write) in units of f_frsize (f_bsize on kernels that
+// leave the fragment size 0), for root too. The blocks between f_bavail
+// and f_bfree are ext4's root reserve (-m): root could write them, but a
+// store that only fits by eating the reserve fills the file system and
+// leaves root nothing to repair it with, so neither extract nor plan
+// counts them, whoever runs them (make the store's ext4 with -m 0, as
+// provision-host does, instead).
+func Writable(st *unix.Statfs_t) int64 {
+	unit := st.Frsize
+	if unit <= 0 {
+		unit = st.Bsize
+	}
+	if unit <= 0 || st.Bavail > math.MaxInt64/uint64(unit) {
+		return 0
+	}
+	return int64(st.Bavail) * unit
+}
+
+// StoreUsable is the space the whole store can take in dir: Writable plus
+// the blocks the store's own files (prefixes, temporary files, manifest)
+// already hold, since a rerun keeps or rewrites them. A missing dir is an
+// error (the store's mount point must exist).
+func StoreUsable(dir string) (int64, error) {
+	free, err := Statfs(dir)
+	if err != nil {
+		return 0, err
+	}
+	own, err := storeFilesBytes(dir)
+	if err != nil {
+		return 0, err
+	}
+	return free + own, nil
+}
+
+// storeFilesBytes is the space allocated to the store's own files in dir:
+// prefixes, their temporary files and the manifest (regular files only).
+func storeFilesBytes(dir string) (int64, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, fmt.Errorf("read store %s: %w", dir, err)
+	}
+	var n int64
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasSuffix(name, PrefixSuffix) && !strings.HasSuffix(name, PrefixSuffix+".tmp") && name != ManifestName {
+			continue
+		}
+		fi, err := os.Lstat(filepath.Join(dir, name))
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			n += st.Blocks * 512
+		}
+	}
+	return n, nil
 }
 
 // PrefixPath is where a table's prefix lives in a store.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -13,7 +14,8 @@ import (
 // database and the scheduler line. Properties: no panic; a serial is taken
 // from inside the page; a WWN is "0x" and the hex of at least 8 bytes that
 // occur in the page; udev keys and values hold no newline and there are no
-// more properties than lines; the scheduler is one of the line's words.
+// more properties than lines; the scheduler is the bracketed (or only) word and among those offered;
+// MemTotal is whole KiB within range, and only from a MemTotal line.
 func FuzzSysfsAttrs(f *testing.F) {
 	for _, p := range []string{
 		"testdata/lab-guest-real/sys/block/sda/device/vpd_pg80",
@@ -28,6 +30,8 @@ func FuzzSysfsAttrs(f *testing.F) {
 	f.Add([]byte{0, 0x83, 0xff, 0xff, 1, 3, 0, 0xff})
 	f.Add([]byte("E:ID_SERIAL_SHORT=ZAD0A1B1\nE:ID_WWN=0x5000c500a1b2c301\nS:disk/by-id/wwn-0x5000c500a1b2c301\n"))
 	f.Add([]byte("mq-deadline [none] kyber bfq"))
+	f.Add([]byte("MemTotal:       65747416 kB\nMemFree:  1 kB\n"))
+	f.Add([]byte("MemTotal: 99999999999999999999 kB\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if s := vpd80Serial(b); len(s) > len(b) || s != "" && !bytes.Contains(b, []byte(strings.TrimSpace(s))) {
 			t.Fatalf("serial %q not from the page", s)
@@ -47,9 +51,18 @@ func FuzzSysfsAttrs(f *testing.F) {
 				t.Fatalf("newline in udev property %q=%q", k, v)
 			}
 		}
+		if n, err := parseMemTotal(b); err == nil && (n < 0 || n > maxMemKiB<<10 || n%1024 != 0 || (n > 0 && !bytes.Contains(b, []byte("MemTotal:")))) {
+			t.Fatalf("MemTotal %d bytes from %q", n, b)
+		} else if err != nil && n != 0 {
+			t.Fatalf("MemTotal %d with error %v", n, err)
+		}
 		line := string(b)
-		if s := currentScheduler(line); s != line && !strings.Contains(line, "["+s+"]") {
-			t.Fatalf("scheduler %q not a bracketed word of %q", s, line)
+		cur, avail := schedulers(line)
+		if cur != "" && !strings.Contains(line, "["+cur+"]") && !(len(strings.Fields(line)) == 1 && cur == strings.TrimSpace(line)) {
+			t.Fatalf("scheduler %q neither a bracketed word nor the only word of %q", cur, line)
+		}
+		if len(avail) != len(strings.Fields(line)) || (cur != "" && !slices.Contains(avail, cur)) {
+			t.Fatalf("schedulers %q (current %q) from %q", avail, cur, line)
 		}
 	})
 }

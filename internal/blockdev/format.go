@@ -12,8 +12,13 @@ import (
 // WriteText prints the inventory as a table a sysadmin reads, followed by
 // the details (id, signatures, users) of each device.
 func WriteText(w io.Writer, inv *Inventory) error {
+	ram := "unknown (no /proc/meminfo)"
+	if inv.MemTotal > 0 {
+		ram = fmt.Sprintf("%s (MemTotal %d kB)", sizes.Format(inv.MemTotal), inv.MemTotal>>10)
+	}
+	fmt.Fprintf(w, "RAM %s\n\n", ram)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "DEVICE\tROLE\tSIZE\tBLOCKS\tROT\tTRANSPORT\tSCHED\tMODEL\tSERIAL\tIN USE / CONTENT")
+	fmt.Fprintln(tw, "DEVICE\tROLE\tSIZE\tBLOCKS\tROT\tTRANSPORT\tSCHED\tNUMA\tMODEL\tSERIAL\tIN USE / CONTENT")
 	for _, d := range inv.All() {
 		name := d.Name
 		if d.Kind == "part" {
@@ -31,13 +36,16 @@ func WriteText(w io.Writer, inv *Inventory) error {
 		if u == "" {
 			u = "-"
 		}
-		model, serial, transport, sched := d.Model, d.Serial, d.Transport, d.Scheduler
-		if d.Kind == "part" {
-			model, serial, transport, sched = "", "", "", ""
+		model, serial, transport, sched, numa := d.Model, d.Serial, d.Transport, d.Scheduler, "none"
+		if d.NUMANode >= 0 {
+			numa = fmt.Sprint(d.NUMANode)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, d.Role, sizes.Format(d.Size),
+		if d.Kind == "part" {
+			model, serial, transport, sched, numa = "", "", "", "", ""
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, d.Role, sizes.Format(d.Size),
 			fmt.Sprintf("%d/%d %s", d.LogicalBlockSize, d.PhysicalBlockSize, d.BlockFormat()),
-			rot, dash(transport), dash(sched), dash(model), dash(serial), u)
+			rot, dash(transport), dash(sched), dash(numa), dash(model), dash(serial), u)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -54,6 +62,15 @@ func WriteText(w io.Writer, inv *Inventory) error {
 		fmt.Fprintln(w)
 		if d.ProbeError != "" {
 			fmt.Fprintf(w, "  ! %s\n", d.ProbeError)
+		}
+	}
+	if len(inv.Findings) > 0 {
+		fmt.Fprintln(w, "\nFINDINGS")
+		for _, f := range inv.Findings {
+			fmt.Fprintf(w, "  %s [%s]\n", f.Text, f.Code)
+			for _, c := range f.Fix {
+				fmt.Fprintf(w, "    %s\n", c)
+			}
 		}
 	}
 	if !inv.PVsKnown {

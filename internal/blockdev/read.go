@@ -156,6 +156,8 @@ func read(ctx context.Context, opts Options) (*Inventory, *hostFS, error) {
 	for _, d := range inv.Disks {
 		assignRole(d)
 	}
+	inv.MemTotal = readMemTotal(h)
+	inv.Findings = schedulerFindings(inv)
 	if err := h.failed(); err != nil { // a FIFO, /dev/zero, a huge file or a wild number in the tree
 		return nil, h, err
 	}
@@ -229,12 +231,13 @@ func readDisk(ctx context.Context, h *hostFS, name string, dmNames map[string]st
 	}
 	d.LogicalBlockSize = h.readUint(base+"/queue/logical_block_size", 512, minBlockSize, maxBlockSize)
 	d.PhysicalBlockSize = h.readUint(base+"/queue/physical_block_size", d.LogicalBlockSize, minBlockSize, maxBlockSize)
-	d.Scheduler = currentScheduler(h.readString(base + "/queue/scheduler"))
+	d.Scheduler, d.schedulers = schedulers(h.readString(base + "/queue/scheduler"))
 	d.ReadOnly = h.readString(base+"/ro") == "1"
 	d.Removable = h.readString(base+"/removable") == "1"
 	d.Model = firstNonEmpty(h.readString(base+"/device/model"), h.readString(base+"/device/device/model"))
 	d.Vendor = h.readString(base + "/device/vendor")
 	link := h.readlink(base)
+	d.NUMANode = numaNode(h, name, link)
 
 	udev := readUdev(h, d.MajMin)
 	// serial and WWN: udev first, then sysfs (the lab guest has no udev)
@@ -259,7 +262,7 @@ func readDisk(ctx context.Context, h *hostFS, name string, dmNames map[string]st
 		pb := base + "/" + e
 		p := &Device{Name: e, Path: "/dev/" + e, Kind: "part", Parent: name,
 			Rotational: d.Rotational, LogicalBlockSize: d.LogicalBlockSize, PhysicalBlockSize: d.PhysicalBlockSize,
-			Transport: d.Transport, Scheduler: d.Scheduler, Model: d.Model, Serial: d.Serial, WWN: d.WWN}
+			Transport: d.Transport, Scheduler: d.Scheduler, NUMANode: d.NUMANode, Model: d.Model, Serial: d.Serial, WWN: d.WWN}
 		p.Partition = int(h.readUint(pb+"/partition", 0, 0, maxPartitionNum))
 		p.MajMin = h.readString(pb + "/dev")
 		p.Size = h.readUint(pb+"/size", 0, 0, maxSectors) * 512
@@ -274,16 +277,6 @@ func readDisk(ctx context.Context, h *hostFS, name string, dmNames map[string]st
 	sortDevices(d.Partitions)
 	_ = ctx
 	return d, nil
-}
-
-func currentScheduler(s string) string {
-	for _, f := range strings.Fields(s) {
-		// exactly one pair of brackets around a name: "[]0]" is not one
-		if len(f) > 2 && f[0] == '[' && f[len(f)-1] == ']' && !strings.ContainsAny(f[1:len(f)-1], "[]") {
-			return f[1 : len(f)-1]
-		}
-	}
-	return s
 }
 
 func firstNonEmpty(ss ...string) string {

@@ -70,24 +70,28 @@ type Device struct {
 	Start     int64    `json:"start,omitempty"`
 	// LogicalBlockSize and PhysicalBlockSize in bytes (512/512 is 512n,
 	// 512/4096 is 512e, 4096/4096 is 4Kn).
-	LogicalBlockSize  int64       `json:"logical_block_size"`
-	PhysicalBlockSize int64       `json:"physical_block_size"`
-	Rotational        bool        `json:"rotational"`
-	ReadOnly          bool        `json:"read_only,omitempty"`
-	Removable         bool        `json:"removable,omitempty"`
-	Transport         string      `json:"transport,omitempty"` // nvme, sata, sas, scsi, virtio, usb
-	Scheduler         string      `json:"scheduler,omitempty"`
-	Partitions        []*Device   `json:"partitions,omitempty"`
-	Holders           []Holder    `json:"holders,omitempty"`
-	Slaves            []string    `json:"slaves,omitempty"`
-	Mounts            []string    `json:"mounts,omitempty"` // "/" or "/ (via vg0-root)"
-	Swap              bool        `json:"swap,omitempty"`
-	Signatures        []Signature `json:"signatures,omitempty"`
-	ProbeError        string      `json:"probe_error,omitempty"` // why the device could not be read
-	PV                *PV         `json:"pv,omitempty"`
-	Role              string      `json:"role"`
-	RoleWhy           string      `json:"role_why,omitempty"`
+	LogicalBlockSize  int64  `json:"logical_block_size"`
+	PhysicalBlockSize int64  `json:"physical_block_size"`
+	Rotational        bool   `json:"rotational"`
+	ReadOnly          bool   `json:"read_only,omitempty"`
+	Removable         bool   `json:"removable,omitempty"`
+	Transport         string `json:"transport,omitempty"` // nvme, sata, sas, scsi, virtio, usb
+	Scheduler         string `json:"scheduler,omitempty"`
+	// NUMANode is the node of the disk's controller; -1: none (no NUMA, or
+	// the kernel does not know).
+	NUMANode   int         `json:"numa_node"`
+	Partitions []*Device   `json:"partitions,omitempty"`
+	Holders    []Holder    `json:"holders,omitempty"`
+	Slaves     []string    `json:"slaves,omitempty"`
+	Mounts     []string    `json:"mounts,omitempty"` // "/" or "/ (via vg0-root)"
+	Swap       bool        `json:"swap,omitempty"`
+	Signatures []Signature `json:"signatures,omitempty"`
+	ProbeError string      `json:"probe_error,omitempty"` // why the device could not be read
+	PV         *PV         `json:"pv,omitempty"`
+	Role       string      `json:"role"`
+	RoleWhy    string      `json:"role_why,omitempty"`
 
+	schedulers   []string          // every I/O scheduler queue/scheduler offers
 	systemMounts []string          // mounts of /, /boot, ... reaching this device
 	udev         map[string]string // udev properties, when /run/udev has them
 }
@@ -181,9 +185,13 @@ func (d *Device) HasSignature(t string) bool {
 
 // Inventory is every disk of a machine, partitions nested.
 type Inventory struct {
-	Root        string    `json:"root"` // "/" or the --root directory read
-	Hostname    string    `json:"hostname,omitempty"`
-	Disks       []*Device `json:"disks"`
+	Root     string `json:"root"` // "/" or the --root directory read
+	Hostname string `json:"hostname,omitempty"`
+	// MemTotal is the RAM (MemTotal of /proc/meminfo) in bytes; 0: unknown.
+	MemTotal int64     `json:"mem_total"`
+	Disks    []*Device `json:"disks"`
+	// Findings are advice (the I/O scheduler); they do not change the exit status.
+	Findings    []Finding `json:"findings"`
 	PVsKnown    bool      `json:"pvs_known"` // PV membership was read (pvs ran, or a snapshot had it)
 	Fingerprint string    `json:"fingerprint"`
 	Warnings    []string  `json:"warnings,omitempty"`

@@ -78,11 +78,26 @@ func run(t *testing.T, name string, args ...string) string {
 
 func need(t *testing.T, tools ...string) {
 	t.Helper()
+	withSbin(t)
 	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("SKIP: %s is not installed (Debian: e2fsprogs / xfsprogs)", tool)
 		}
 	}
+}
+
+// withSbin adds /usr/sbin and /sbin to PATH for the test: Debian puts
+// mkfs.*, dumpe2fs and xfs_db there, outside an ordinary user's PATH, and
+// the tests must run (not skip) wherever .ci/install-deps installed them.
+func withSbin(t *testing.T) {
+	t.Helper()
+	path := os.Getenv("PATH")
+	for _, d := range []string{"/usr/sbin", "/sbin"} {
+		if !strings.Contains(":"+path+":", ":"+d+":") {
+			path += ":" + d
+		}
+	}
+	t.Setenv("PATH", path)
 }
 
 // statfsOfLoopMount mounts img read-write on a loop device and returns
@@ -236,6 +251,7 @@ func TestFullPrefixStoreOnRealFilesystems(t *testing.T) {
 		{"plain mkfs.ext4 (before)", []string{"mkfs.ext4", "-q", "-F"}, false, Usage{}},
 		{"provision-host ext4", append([]string{"mkfs.ext4", "-q", "-F"}, mustArgs(t, RolePrefix, "ext4")...), true, plan},
 	}
+	withSbin(t)
 	if _, err := exec.LookPath("mkfs.xfs"); err == nil {
 		x, _ := Usable(RolePrefix, "xfs", refPrefixLV, XFSOptions{})
 		cases = append(cases, fsCase{"provision-host xfs", []string{"mkfs.xfs", "-q", "-f"}, true, x})

@@ -4,9 +4,15 @@ package lab
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tbhost/tbhost/internal/lab/labrates"
 )
 
 // integrityScript (issue 6): raid5 + dm-integrity over six HDDs, data
@@ -18,12 +24,23 @@ import (
 // naming the disk, and the LV must still read back the data written.
 const integrityScript = `. /lab/lib.sh
 HDDS=$(lab_disks hdd)
+up() { cut -d' ' -f1 /proc/uptime; }
+uname -r | lab_out rates/kernel
+lab_step "raw rate of one HDD (dd, O_DIRECT, 64 MiB written then read back)"
+d1=$(echo $HDDS | cut -d' ' -f1)
+t0=$(up); dd if=/dev/zero of=$d1 bs=1M count=64 seek=64 oflag=direct conv=fsync 2>/dev/null || exit 9
+t1=$(up); dd if=$d1 of=/dev/null bs=1M count=64 skip=64 iflag=direct 2>/dev/null || exit 9
+t2=$(up); echo "$((64 << 20)) $t0 $t1 $t2" | lab_out rates/raw.times
 lab_step "raid5 + integrity --stripes 5"
 lab_run pvcreate -y $HDDS || exit 10
 lab_run vgcreate vg-hdd $HDDS || exit 10
 pe=$(pvs --noheadings -o pv_pe_count $(echo $HDDS | cut -d' ' -f1) | tr -d ' ')
+t0=$(up)
 lab_run lvcreate -y --type raid5 --raidintegrity y --raidintegrityblocksize 512 --stripes 5 --name tables -l $((5 * (pe - 3))) vg-hdd || exit 11
+t1=$(up)
 lab_wait_sync vg-hdd/tables || exit 12
+t2=$(up); echo "$t0 $t1 $t2" | lab_out rates/sync.times
+lvs -a --noheadings --units b --nosuffix -o lv_size vg-hdd/tables_rimage_0_iorig | tr -d ' ' | lab_out rates/image.bytes
 dd if=/dev/urandom of=/tmp/pat bs=1M count=48 2>/dev/null
 dd if=/tmp/pat of=/dev/vg-hdd/tables bs=1M oflag=direct conv=fsync 2>/dev/null || exit 13
 md5sum < /tmp/pat | cut -d' ' -f1 | lab_out pattern.md5
@@ -68,6 +85,19 @@ lab_step "a second scrub pass: the repaired blocks read clean"
 tbhost integrity scrub --json --rate 0 --state /tmp/scrub.json vg-hdd/tables > /tmp/o.json 2>/tmp/e.txt; echo $? | lab_out scrub-again.rc
 lab_out scrub-again.json < /tmp/o.json
 dmesg | grep -iE 'integrity|raid|md/' | tail -40 | lab_out dmesg.txt
+
+lab_step "prefix extract rate: ext4 on the array, 36 MB synthetic set, caches dropped"
+if ls /synth/* >/dev/null 2>&1; then
+  /sbin/mke2fs -t ext4 -q -F /dev/vg-hdd/tables || exit 30
+  mkdir -p /mnt/t /mnt/store
+  mount -t ext4 /dev/vg-hdd/tables /mnt/t || exit 31
+  mount -t tmpfs -o size=256m tbstore /mnt/store || exit 32
+  cp /synth/* /mnt/t/ && sync
+  echo 3 > /proc/sys/vm/drop_caches
+  tbhost prefix extract --json --tables /mnt/t --store /mnt/store > /tmp/x.json 2>/tmp/x.err; echo $? | lab_out rates/extract.rc
+  lab_out rates/extract.json < /tmp/x.json; lab_out rates/extract.err < /tmp/x.err
+  umount /mnt/store; umount /mnt/t
+fi
 exit 0
 `
 
@@ -100,9 +130,19 @@ type labScrubReport struct {
 	Problems  []string
 }
 
+// The same boot measures the rates of issue 15 (raw disk, initial sync
+// with integrity, an uncapped scrub pass, a prefix extract): subtest
+// "rates" writes lab-results.json ($TBHOST_LAB_RESULTS or the test's temp
+// dir) and fails when internal/timeline, fed the raw disk rate, predicts
+// any of them outside a factor of 2.
 func TestLabIntegrityScrubCorruptDisk(t *testing.T) {
 	hdd, _ := Disks(HDD, 6, 256, "512n")
-	res := boot(t, Config{Name: "integrity", Disks: hdd, Script: []byte(integrityScript), Timeout: 40 * time.Minute})
+	files := map[string][]byte{}
+	if err := addSyntheticTables(files); err != nil {
+		t.Fatal(err)
+	}
+	res := boot(t, Config{Name: "integrity", Disks: hdd, Script: []byte(integrityScript), Files: files, Timeout: 40 * time.Minute})
+	t.Run("rates", func(t *testing.T) { checkRates(t, res) })
 	out := func(n string) string { return strings.TrimSpace(string(res.Outputs[n])) }
 	if res.ExitCode != 0 {
 		t.Fatalf("scenario exit %d (log %s)", res.ExitCode, res.LogPath)
@@ -193,4 +233,75 @@ func TestLabIntegrityScrubCorruptDisk(t *testing.T) {
 		t.Errorf("second pass still finds %d unreadable blocks: %+v", n, again.Result.Images)
 	}
 	t.Logf("status before corruption was read: exit %s; dmesg:\n%s", out("status-corrupt-unread.rc"), out("dmesg.txt"))
+}
+
+// checkRates builds the lab's measured rates from the boot's outputs,
+// compares them with the timeline's forecast and writes lab-results.json.
+func checkRates(t *testing.T, res *Result) {
+	out := func(n string) string { return strings.TrimSpace(string(res.Outputs[n])) }
+	floats := func(n string, want int) []float64 {
+		f := strings.Fields(out(n))
+		if len(f) != want {
+			t.Fatalf("%s: %q, want %d numbers", n, out(n), want)
+		}
+		v := make([]float64, len(f))
+		for i, x := range f {
+			var err error
+			if v[i], err = strconv.ParseFloat(x, 64); err != nil {
+				t.Fatalf("%s: %v", n, err)
+			}
+		}
+		return v
+	}
+	raw, sync := floats("rates/raw.times", 4), floats("rates/sync.times", 3)
+	img := floats("rates/image.bytes", 1)
+	m := labrates.Measured{Date: time.Now().UTC().Format(time.RFC3339), Kernel: out("rates/kernel"), Host: "qemu TCG (software emulation), 6 x 256 MiB scsi-hd sparse images",
+		HDDs: 6, DataStripes: 5, ImageBytes: int64(img[0]),
+		RawBytes: int64(raw[0]), RawWriteSeconds: raw[2] - raw[1], RawReadSeconds: raw[3] - raw[2],
+		LVCreateSeconds: sync[1] - sync[0], SyncSeconds: sync[2] - sync[0]}
+	var scrub struct {
+		Result struct {
+			Bytes   int64   `json:"bytes_read"`
+			Seconds float64 `json:"seconds"`
+		}
+	}
+	if err := json.Unmarshal(res.Outputs["scrub-again.json"], &scrub); err != nil {
+		t.Fatalf("scrub-again.json: %v", err)
+	}
+	m.ScrubBytes, m.ScrubSeconds = scrub.Result.Bytes, scrub.Result.Seconds
+	var ex struct {
+		BytesRead int64   `json:"bytes_read"`
+		Seconds   float64 `json:"seconds"`
+	}
+	if rc := out("rates/extract.rc"); rc != "0" {
+		t.Fatalf("prefix extract exit %q: %s", rc, out("rates/extract.err"))
+	}
+	if err := json.Unmarshal(res.Outputs["rates/extract.json"], &ex); err != nil {
+		t.Fatalf("extract.json: %v", err)
+	}
+	m.ExtractBytes, m.ExtractSeconds = ex.BytesRead, ex.Seconds
+	r, err := labrates.Compare(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.MarshalIndent(r, "", "  ")
+	dir := os.Getenv("TBHOST_LAB_RESULTS")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	path := filepath.Join(dir, "lab-results.json")
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder
+	fmt.Fprintf(&table, "raw HDD read %.1f MiB/s (write %.1f MiB/s)\n", labrates.Rate(m.RawBytes, m.RawReadSeconds)/(1<<20), labrates.Rate(m.RawBytes, m.RawWriteSeconds)/(1<<20))
+	for _, c := range r.Comparisons {
+		fmt.Fprintf(&table, "%-15s measured %7.1fs predicted %7.1fs ratio %.2f within %v\n", c.Name, c.MeasuredSeconds, c.PredictedSeconds, c.Ratio, c.Within)
+	}
+	t.Logf("lab-results.json at %s:\n%s%s", path, table.String(), b)
+	for _, c := range r.Comparisons {
+		if !c.Within {
+			t.Errorf("%s: the timeline predicts %.1fs, the lab measured %.1fs (ratio %.2f, outside %gx)", c.Name, c.PredictedSeconds, c.MeasuredSeconds, c.Ratio, labrates.Factor)
+		}
+	}
 }

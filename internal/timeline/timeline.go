@@ -57,17 +57,24 @@ const (
 )
 
 // Defaults are the rates for an array of dataStripes data stripes.
-func Defaults(dataStripes int) Rates {
+func Defaults(dataStripes int) Rates { return FromHDDRate(DefaultHDDRate, dataStripes) }
+
+// FromHDDRate derives every disk-bound rate from one HDD's sequential rate
+// hdd (measured, e.g. with dd, or DefaultHDDRate): dm-integrity initialises
+// at half of it (it reads each sector and writes its tag), the array takes
+// full-stripe writes at half the rate of each data stripe (the journal
+// writes twice), and the prefixes are read at half the streaming rate of the
+// data stripes (a seek between files). Network and the scrub slice keep
+// their defaults.
+func FromHDDRate(hdd int64, dataStripes int) Rates {
 	if dataStripes < 1 {
 		dataStripes = 1
 	}
 	return Rates{
-		HDD:       DefaultHDDRate,
-		Integrity: DefaultIntegrityRate,
-		// full-stripe writes: each data stripe at the journal's half rate
-		ArrayWrite: int64(dataStripes) * DefaultHDDRate / 2,
-		// half the streaming rate of the data stripes: a seek per file
-		PrefixRead:  int64(dataStripes) * DefaultHDDRate / 2,
+		HDD:         hdd,
+		Integrity:   hdd / 2,
+		ArrayWrite:  int64(dataStripes) * hdd / 2,
+		PrefixRead:  int64(dataStripes) * hdd / 2,
 		Network:     DefaultNetworkRate,
 		Scrub:       DefaultScrubRate,
 		ScrubBudget: DefaultScrubBudget,
@@ -138,9 +145,15 @@ func Forecast(h Host, r Rates) (Timeline, error) {
 	}
 	if h.HDDs > 0 && h.ImageBytes > 0 && h.Integrity {
 		total := int64(h.HDDs) * h.ImageBytes
-		s := add("scrub-pass", fmt.Sprintf("one integrity scrub pass over %d images (%s) at %s, %s a night",
-			h.HDDs, sizes.Format(total), sizes.Format(r.Scrub)+"/s", Human(r.ScrubBudget.Seconds())), total, r.Scrub)
-		s.Nights = ScrubNights(total, r.Scrub, r.ScrubBudget)
+		// the scrub reads every image at once, each from its own disk: it
+		// goes no faster than the disks, whatever its cap
+		rate, bound := r.Scrub, ""
+		if disks := int64(h.HDDs) * r.HDD; disks < rate {
+			rate, bound = disks, fmt.Sprintf(" (bound by the %d disks: the cap is %s/s)", h.HDDs, sizes.Format(r.Scrub))
+		}
+		s := add("scrub-pass", fmt.Sprintf("one integrity scrub pass over %d images (%s) at %s%s, %s a night",
+			h.HDDs, sizes.Format(total), sizes.Format(rate)+"/s", bound, Human(r.ScrubBudget.Seconds())), total, rate)
+		s.Nights = ScrubNights(total, rate, r.ScrubBudget)
 		if s.Nights > TargetScrubNights {
 			s.Warning = fmt.Sprintf("a full pass takes %d nights (target %d): raise the scrub rate or budget (health-check --set scrub_rate=... --set scrub_budget=...)", s.Nights, TargetScrubNights)
 		}

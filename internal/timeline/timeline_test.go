@@ -93,3 +93,23 @@ func TestHuman(t *testing.T) {
 		}
 	}
 }
+
+// A scrub goes no faster than its disks: an uncapped scrub of 6 images at
+// 50 MiB/s each reads 300 MiB/s; under the reference host's defaults (6 x
+// 160 MiB/s = 960 MiB/s above the 400 MiB/s cap) the cap rules.
+func TestScrubBoundByTheDisks(t *testing.T) {
+	r := FromHDDRate(50<<20, 5)
+	r.Scrub = 1 << 40
+	tl, err := Forecast(refHost, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range tl.Steps {
+		if s.Name == "scrub-pass" && s.Rate != 300<<20 {
+			t.Errorf("uncapped scrub at %d B/s, want 6 x 50 MiB/s = %d", s.Rate, 300<<20)
+		}
+	}
+	if d := Defaults(5); d != FromHDDRate(DefaultHDDRate, 5) || d.Integrity != 80<<20 || d.PrefixRead != 400<<20 {
+		t.Errorf("Defaults %+v do not derive from the 160 MiB/s HDD", d)
+	}
+}

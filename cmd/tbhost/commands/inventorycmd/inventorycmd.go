@@ -23,6 +23,13 @@ func Command() *cli.Command {
    signatures, LVM PV membership, and a role guess: hdd, nvme, ssd, or system (the disk
    holding /, /boot, /boot/efi, /usr or /var; never planned as a whole).
 
+   The host model: RAM (MemTotal of /proc/meminfo), each disk's NUMA node (its
+   controller's numa_node; "none" without NUMA), and FINDINGS: a disk whose I/O scheduler
+   is not what the reference host's operators run (mq-deadline on HDDs, none on NVMe),
+   with the command that switches it now and the udev rule that keeps it (JSON:
+   mem_total, disks[].numa_node, findings[] {code io-scheduler, device, text, fix}).
+   Findings are advice: the exit status stays 0.
+
    On this machine (--root /) it reads the first and last 128 KiB of each device to find
    signatures (run as root) and asks LVM (pvs) for PV membership.
 

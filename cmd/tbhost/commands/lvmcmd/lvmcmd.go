@@ -42,6 +42,9 @@ func planCommand() *cli.Command {
        --stripes = HDDs - 1 with every PV listed (without it lvm2 uses only 3 disks), sized by an
        explicit extent count that leaves room for the raid and integrity metadata
        (lvcreate -l 100%FREE --raidintegrity y fails on lvm2 2.03.16).
+       --tables-size SIZE gives it that size instead (the rest of the VG stays free and is
+       reported); SIZE above the VG, or below what the full 3-7 set needs on the planned
+       filesystem, is refused (exit 1) with the largest/smallest size that works.
      vg-nvme/prefix: RAID 0 over the free NVMe disks and free NVMe partitions (or --nvme ...),
        all of it or --prefix-size.
    The integrity block size is the one lvcreate will really use: 4096 on 4Kn and 512e disks
@@ -61,6 +64,7 @@ func planCommand() *cli.Command {
 
 EXAMPLES:
    tbhost lvm plan --example                  the reference host (embedded snapshot)
+   tbhost lvm plan --example --tables-size 21T   as its operators built it: room left in the VG
    tbhost lvm plan -o plan.yaml
    tbhost lvm plan --hdd sda --hdd sdb --hdd sdc --nvme nvme0n1p4 --nvme nvme1n1p4 -o plan.yaml
    tbhost --root /tmp/host-a lvm plan -o host-a.yaml     from tbhost inventory --snapshot`,
@@ -71,6 +75,8 @@ EXAMPLES:
 			&cli.StringSliceFlag{Name: "nvme", Usage: "NVMe disk or partition for the RAID 0 (`DEV`; repeat). Default: free NVMe disks and free NVMe partitions"},
 			&cli.BoolFlag{Name: "no-nvme", Usage: "plan the HDD array only"},
 			&cli.StringFlag{Name: "prefix-size", Usage: "size of vg-nvme/prefix (`SIZE`, e.g. 201GiB); default all of it"},
+			&cli.StringFlag{Name: "tables-size", Usage: "size of vg-hdd/tables (`SIZE`: 21T, 21TiB, 23000000000000; K/M/G/T alone are binary as in lvm, KB/MB/GB/TB decimal), rounded up to whole extents per data stripe; default all the VG holds. Refused (exit 1) above what the VG holds, or below what the full 3-7 set needs (unless --allow-partial-set)"},
+			&cli.BoolFlag{Name: "allow-partial-set", Usage: "accept a --tables-size too small for the full 3-7 table set (a smaller set on purpose): a warning instead of a refusal"},
 			&cli.StringFlag{Name: "integrity-mode", Value: "journal", Usage: "dm-integrity mode: journal (crash-safe, writes twice) or bitmap (faster writes)"},
 			&cli.IntFlag{Name: "integrity-blocksize", Usage: "dm-integrity block size `N` (512, 1024, 2048, 4096); default: what lvcreate will use for these disks"},
 			&cli.StringSliceFlag{Name: "wipe", Usage: "allow apply to wipe `DEV` (its partitions/signatures/old PV); repeat. Still needs apply --yes"},
@@ -114,6 +120,15 @@ EXAMPLES:
 				}
 				opts.PrefixSize = n
 			}
+			if s := c.String("tables-size"); s != "" {
+				n, err := sizes.Parse(s)
+				if err != nil || n <= 0 {
+					return cliutil.Usagef("--tables-size %q: write a size such as 21T (= 21TiB, binary as in lvm) or 23000000000000", s)
+				}
+				opts.TablesSize = n
+			} else if c.Bool("allow-partial-set") {
+				return cliutil.Usagef("--allow-partial-set goes with --tables-size (without it the tables LV takes all of the VG)")
+			}
 			var inv *blockdev.Inventory
 			var err error
 			if c.Bool("example") {
@@ -139,7 +154,12 @@ EXAMPLES:
 			if err != nil {
 				return err
 			}
+			fo.AllowPartialSet = c.Bool("allow-partial-set")
 			if err := plan.AddForecast(fo); err != nil {
+				var ref *lvm.RefusedError
+				if errors.As(err, &ref) {
+					return cliutil.Problem(err)
+				}
 				return cliutil.CannotRun(err)
 			}
 			out := c.String("output")

@@ -221,22 +221,31 @@ func planCommand() *cli.Command {
    is printed with the plan. Exit 1 when not everything fits (the plan is still printed),
    and when not even the sparse prefixes fit.
 
-   Example: tbhost prefix plan --tables /srv/syzygy --capacity 402GiB`,
+   The capacity is --capacity SIZE, or with --store DIR what the store's file system lets
+   the store use: statfs f_bavail (what an ordinary user can write) plus the blocks the
+   store's own prefixes and manifest already hold. ext4's root reserve is never counted,
+   also when run as root (prefix extract counts the same way): a store that only fits in
+   the reserve would fill the file system. Make the store's ext4 with -m 0 (provision-host
+   does) to have that space.
+
+   Examples: tbhost prefix plan --tables /srv/syzygy --capacity 402GiB
+             tbhost prefix plan --tables /srv/syzygy --store /srv/syzygy-prefix`,
 		Flags: []cli.Flag{
 			tablesFlag(),
 			&cli.StringFlag{Name: "capacity", Usage: "usable bytes of the store file system (`SIZE`, e.g. 402GiB, 431GB; on a mounted store: df -B1 --output=avail DIR)"},
+			&cli.StringFlag{Name: "store", Usage: "take the capacity from the store directory `DIR` (statfs f_bavail + the store's own files; root's reserve not counted) instead of --capacity"},
 			&cli.BoolFlag{Name: "list", Usage: "list every table with its planned level"},
 			jobsFlag(4),
 			cliutil.JSONFlag(),
 		},
 		Action: func(c *cli.Context) error {
-			if err := required(c, "tables", "capacity"); err != nil {
+			if err := required(c, "tables"); err != nil {
 				return err
 			}
 			g := cliutil.Get(c)
-			capacity, err := sizes.Parse(c.String("capacity"))
+			capacity, capText, err := planCapacity(c)
 			if err != nil {
-				return cliutil.Usage(fmt.Errorf("--capacity: %w", err))
+				return err
 			}
 			n, err := jobs(c)
 			if err != nil {
@@ -263,13 +272,36 @@ func planCommand() *cli.Command {
 			case !plan.FitsSparse:
 				return cliutil.Problemf("not even the sparse prefixes fit: %s needed, %s available", sizes.Format(plan.SparseOnDisk), sizes.Format(capacity))
 			case !plan.FitsFull:
-				return cliutil.Problemf("the full store does not fit (%s needed, %s available); extract what fits with: tbhost prefix extract --capacity %s ..., or add capacity", sizes.Format(plan.FullOnDisk), sizes.Format(capacity), c.String("capacity"))
+				return cliutil.Problemf("the full store does not fit (%s needed, %s available); extract what fits with: tbhost prefix extract --capacity %s ..., or add capacity", sizes.Format(plan.FullOnDisk), sizes.Format(capacity), capText)
 			case bad > 0:
 				return cliutil.Problemf("%d files refused (named above) are not in the plan", bad)
 			}
 			return nil
 		},
 	}
+}
+
+// planCapacity is prefix plan's capacity: --capacity SIZE, or what the
+// store directory --store can take (prefix.StoreUsable). capText is how
+// to pass it to prefix extract --capacity.
+func planCapacity(c *cli.Context) (int64, string, error) {
+	switch {
+	case c.IsSet("capacity") && c.IsSet("store"):
+		return 0, "", cliutil.Usagef("give --capacity SIZE or --store DIR, not both")
+	case c.IsSet("store"):
+		n, err := prefix.StoreUsable(c.String("store"))
+		if err != nil {
+			return 0, "", cliutil.CannotRun(fmt.Errorf("--store: %w (is the store's file system mounted?)", err))
+		}
+		return n, strconv.FormatInt(n, 10), nil
+	case c.IsSet("capacity"):
+		n, err := sizes.Parse(c.String("capacity"))
+		if err != nil {
+			return 0, "", cliutil.Usage(fmt.Errorf("--capacity: %w", err))
+		}
+		return n, c.String("capacity"), nil
+	}
+	return 0, "", cliutil.Usagef("%s needs --capacity SIZE or --store DIR; see tbhost prefix %s --help", c.Command.FullName(), c.Command.Name)
 }
 
 func printPlan(w io.Writer, p prefix.Plan, list bool) error {

@@ -360,6 +360,41 @@ func TestPlanCLI(t *testing.T) {
 	}
 }
 
+// prefix plan --store takes the capacity from the store's file system
+// (f_bavail plus the store's own files), and refuses ambiguity.
+func TestPlanStoreCapacity(t *testing.T) {
+	dir := realdata.Tables(t)
+	store := t.TempDir()
+	code, out, errs := runCLI(t, "prefix", "plan", "--json", "--tables", dir, "--store", store)
+	var p prefix.Plan
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatalf("exit %d: %v\n%s\n%s", code, err, out, errs)
+	}
+	free, err := prefix.Statfs(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// other processes write to the same file system meanwhile: within 64 MiB
+	if d := p.Capacity - free; d < -(64<<20) || d > 64<<20 {
+		t.Errorf("capacity %d, the store's f_bavail is %d", p.Capacity, free)
+	}
+	if (code == 0) != p.FitsFull {
+		t.Errorf("exit %d with fits_full %v", code, p.FitsFull)
+	}
+	for _, args := range [][]string{
+		{"prefix", "plan", "--tables", dir},
+		{"prefix", "plan", "--tables", dir, "--store", store, "--capacity", "1GiB"},
+	} {
+		if code, _, errs := runCLI(t, args...); code != cliutil.ExitUsage || !strings.Contains(errs, "--store") {
+			t.Errorf("%v: exit %d (%s), want 2 naming --store", args, code, errs)
+		}
+	}
+	missing := filepath.Join(store, "not-mounted")
+	if code, _, errs := runCLI(t, "prefix", "plan", "--tables", dir, "--store", missing); code != cliutil.ExitCannotRun || !strings.Contains(errs, "not-mounted") {
+		t.Errorf("missing store: exit %d (%s), want 3 naming it", code, errs)
+	}
+}
+
 // synthNames are pawnless tables absent from the real set, for bulk fixtures.
 func synthNames() []string {
 	var names []string

@@ -1,0 +1,147 @@
+// Package labrates is the VM lab's measured rates and the comparison with
+// internal/timeline's forecast (issue 15): the lab measures its raw disks
+// (dd inside the guest), the initial RAID sync with dm-integrity, an
+// uncapped integrity scrub pass and a prefix extract; the timeline, fed
+// only the raw disk rate, predicts the other three, and each prediction
+// must be within a factor of the measurement. The results file
+// (lab-results.json) records both.
+package labrates
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/tbhost/tbhost/internal/timeline"
+)
+
+// Factor is how far a prediction may be from the measurement (either way).
+const Factor = 2.0
+
+// Measured is what one lab boot measured, in bytes and seconds.
+type Measured struct {
+	// When and where (kernel, qemu TCG on how many host cores).
+	Date   string `json:"date"`
+	Kernel string `json:"kernel,omitempty"`
+	Host   string `json:"host,omitempty"`
+	// The array: HDDs members, DataStripes, each image ImageBytes.
+	HDDs        int   `json:"hdds"`
+	DataStripes int   `json:"data_stripes"`
+	ImageBytes  int64 `json:"image_bytes"`
+	// RawRead and RawWrite: dd of RawBytes with O_DIRECT on one HDD
+	// before pvcreate (write first, then read the same range back).
+	RawBytes        int64   `json:"raw_bytes"`
+	RawReadSeconds  float64 `json:"raw_read_seconds"`
+	RawWriteSeconds float64 `json:"raw_write_seconds"`
+	// LVCreateSeconds: lvcreate --type raid5 --raidintegrity y itself;
+	// SyncSeconds: from the start of lvcreate to sync_percent 100.00 (the
+	// RAID sync and the dm-integrity initialisation run together; lvs
+	// reports both as sync_percent).
+	LVCreateSeconds float64 `json:"lvcreate_seconds"`
+	SyncSeconds     float64 `json:"sync_seconds"`
+	// ScrubBytes in ScrubSeconds: a whole integrity scrub pass, --rate 0.
+	ScrubBytes   int64   `json:"scrub_bytes"`
+	ScrubSeconds float64 `json:"scrub_seconds"`
+	// ExtractBytes (read from the tables) in ExtractSeconds: tbhost prefix
+	// extract from ext4 on the array, caches dropped before.
+	ExtractBytes   int64   `json:"extract_bytes"`
+	ExtractSeconds float64 `json:"extract_seconds"`
+}
+
+// Rate is bytes per second of bytes in secs (0 when secs is not positive).
+func Rate(bytes int64, secs float64) float64 {
+	if secs <= 0 {
+		return 0
+	}
+	return float64(bytes) / secs
+}
+
+// Comparison is one prediction next to its measurement.
+type Comparison struct {
+	Name             string  `json:"name"`
+	What             string  `json:"what"`
+	MeasuredSeconds  float64 `json:"measured_seconds"`
+	PredictedSeconds float64 `json:"predicted_seconds"`
+	// Ratio is predicted / measured: above 1 the model is pessimistic.
+	Ratio  float64 `json:"ratio"`
+	Within bool    `json:"within"`
+}
+
+// Results is the content of lab-results.json.
+type Results struct {
+	Measured Measured `json:"measured"`
+	// HDDRate is the one input of the model: RawBytes / RawReadSeconds.
+	HDDRate     int64        `json:"hdd_rate"`
+	Factor      float64      `json:"factor"`
+	Comparisons []Comparison `json:"comparisons"`
+	OK          bool         `json:"ok"`
+}
+
+// Compare predicts sync, scrub and extract from the measured raw HDD read
+// rate with timeline.FromHDDRate and timeline.Forecast (the scrub uncapped,
+// as the lab ran it: bound by the disks) and compares each with m.
+func Compare(m Measured) (Results, error) {
+	if err := m.check(); err != nil {
+		return Results{}, err
+	}
+	hdd := int64(Rate(m.RawBytes, m.RawReadSeconds))
+	r := timeline.FromHDDRate(hdd, m.DataStripes)
+	r.Scrub = math.MaxInt64 / 4 // --rate 0: no cap
+	r.ScrubBudget = time.Hour
+	tl, err := timeline.Forecast(timeline.Host{HDDs: m.HDDs, DataStripes: m.DataStripes, ImageBytes: m.ImageBytes,
+		Integrity: true, PrefixBytes: m.ExtractBytes}, r)
+	if err != nil {
+		return Results{}, fmt.Errorf("lab results: %w", err)
+	}
+	step := map[string]timeline.Step{}
+	for _, s := range tl.Steps {
+		step[s.Name] = s
+	}
+	res := Results{Measured: m, HDDRate: hdd, Factor: Factor, OK: true}
+	add := func(name, what string, measured, predicted float64) {
+		c := Comparison{Name: name, What: what, MeasuredSeconds: measured, PredictedSeconds: predicted, Ratio: predicted / measured}
+		c.Within = c.Ratio <= Factor && c.Ratio >= 1/Factor
+		res.OK = res.OK && c.Within
+		res.Comparisons = append(res.Comparisons, c)
+	}
+	// the sync and the integrity initialisation run together: the longer one
+	add("initial-sync", "lvcreate to sync 100 %: RAID sync alongside dm-integrity initialisation",
+		m.SyncSeconds, math.Max(step["initial-sync"].Seconds, step["integrity-init"].Seconds))
+	// the bytes the scrub really read (the images' integrity devices), at the forecast's rate
+	add("scrub-pass", "one integrity scrub pass, uncapped", m.ScrubSeconds, float64(m.ScrubBytes)/float64(step["scrub-pass"].Rate))
+	add("prefix-extract", "prefix extract from the array", m.ExtractSeconds, step["prefix-extract"].Seconds)
+	return res, nil
+}
+
+func (m Measured) check() error {
+	var errs []error
+	if m.HDDs < 3 || m.DataStripes != m.HDDs-1 {
+		errs = append(errs, fmt.Errorf("%d HDDs with %d data stripes: a raid5 has at least 3, one of them parity", m.HDDs, m.DataStripes))
+	}
+	for _, x := range []struct {
+		name string
+		v    float64
+	}{{"image_bytes", float64(m.ImageBytes)}, {"raw_bytes", float64(m.RawBytes)}, {"raw_read_seconds", m.RawReadSeconds},
+		{"sync_seconds", m.SyncSeconds}, {"scrub_bytes", float64(m.ScrubBytes)}, {"scrub_seconds", m.ScrubSeconds},
+		{"extract_bytes", float64(m.ExtractBytes)}, {"extract_seconds", m.ExtractSeconds}} {
+		if !(x.v > 0) || math.IsInf(x.v, 0) {
+			errs = append(errs, fmt.Errorf("%s %v: a measurement above 0 is needed", x.name, x.v))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("lab results: %w", err)
+	}
+	return nil
+}
+
+// Parse reads lab-results.json (or just its measured object) and
+// recomputes the comparison: the file's own predictions are not trusted.
+func Parse(b []byte) (Results, error) {
+	var r Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return Results{}, fmt.Errorf("lab results: %w", err)
+	}
+	return Compare(r.Measured)
+}
