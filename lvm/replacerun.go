@@ -503,6 +503,10 @@ func (r Replacer) wait(ctx context.Context, step ReplaceStep, s *Situation, opts
 	var firstPct float64 = -1
 	var firstAt time.Time
 	last := ""
+	// a rebuild counts as done only when seen below 100 % before, or at
+	// 100 % and idle on two polls in a row: right after lvconvert returns
+	// the kernel may not have started the recovery yet
+	seenBelow, doneOnce := false, false
 	for {
 		all, err := c.LVs(ctx, s.VG)
 		if err != nil {
@@ -530,6 +534,11 @@ func (r Replacer) wait(ctx context.Context, step ReplaceStep, s *Situation, opts
 		case RStepWaitRebuild:
 			pct = top.SyncPercent
 			done = pct >= 100 && (top.SyncAction == "idle" || top.SyncAction == "")
+			if !done {
+				seenBelow = true
+			} else if !seenBelow && !doneOnce {
+				doneOnce, done = true, false
+			}
 		case RStepWaitIntegrity:
 			pct = 100
 			for _, img := range h.Images {
