@@ -31,7 +31,7 @@ type capture struct {
 	vgs []map[string]string
 }
 
-func loadCapture(t *testing.T, name string) *capture {
+func loadCapture(t testing.TB, name string) *capture {
 	t.Helper()
 	c := &capture{dir: fixtureTree2(t, name)}
 	for _, f := range []struct {
