@@ -134,10 +134,16 @@ func ArrayStatusOf(all []lvm.LV, top lvm.LV) ArrayStatus {
 			continue // reported per image below, naming the disk
 		case lvm.CodeLVInactive:
 			f.Text = fmt.Sprintf("%s: not active (lvchange -ay %s)", top.FullName(), top.FullName())
+			if lvm.HasCode(h.Findings, lvm.CodeMissingAtBoot) {
+				f.Text = fmt.Sprintf("%s: not active, a member was missing at boot (lvchange -ay is refused for raid+integrity): %s", top.FullName(), lvm.ReplaceAdvice(top.FullName()))
+			}
 			inactive = append(inactive, f) // said last
 			continue
-		case lvm.CodeSyncInProgress, lvm.CodeRebuilding, lvm.CodeCheckInProgress, lvm.CodeNotSynced:
+		case lvm.CodeSyncInProgress, lvm.CodeCheckInProgress, lvm.CodeNotSynced:
 			s.Notes = append(s.Notes, fmt.Sprintf("sync action %q at %.2f%%", s.SyncAction, s.SyncPercent))
+			continue
+		case lvm.CodeRebuilding, lvm.CodeIntegrityReinit:
+			s.Notes = append(s.Notes, f.Text) // with the ETA
 			continue
 		}
 		s.problem(f)

@@ -391,36 +391,12 @@ func (a Applier) guard(p *Plan, cur *current, rep *ApplyReport) error {
 		}
 	}
 	for _, pd := range p.Devices {
-		d := cur.dev[pd.ID]
-		pv := cur.pvOf[pd.ID]
-		planned := vgOfDevice[pd.ID]
-		if pv != nil && pv.VG == planned {
-			continue // already ours: holders and LVM signature are expected
+		problem, note := GuardDevice(cur.dev[pd.ID], pd.ID, cur.pvOf[pd.ID], vgOfDevice[pd.ID], pd.Wipe)
+		if problem != "" {
+			problems = append(problems, problem)
 		}
-		if d.Kind == "disk" && d.Role == blockdev.RoleSystem {
-			problems = append(problems, fmt.Sprintf("%s (%s) is now the system disk (%s): never used whole", d.Name, pd.ID, d.RoleWhy))
-			continue
-		}
-		if busy := d.Busy(); len(busy) > 0 {
-			problems = append(problems, fmt.Sprintf("%s (%s) is in use: %s; stop using it first (umount, swapoff, remove the holder), tbhost does not", d.Name, pd.ID, strings.Join(busy, "; ")))
-			continue
-		}
-		if d.ProbeError != "" {
-			problems = append(problems, fmt.Sprintf("%s (%s): cannot check that it is blank: %s", d.Name, pd.ID, d.ProbeError))
-			continue
-		}
-		if pv != nil && pv.VG != "" && !pd.Wipe {
-			problems = append(problems, fmt.Sprintf("%s (%s) is a PV of another VG (%s); remove it from that VG, or re-plan with --wipe %s", d.Name, pd.ID, pv.VG, d.Name))
-			continue
-		}
-		if pv != nil && pv.VG == "" {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("%s is already a PV in no VG (an earlier apply stopped after pvcreate?): pvcreate is skipped", d.Name))
-			continue
-		}
-		content := d.Content()
-		if len(content) > 0 && !pd.Wipe {
-			problems = append(problems, fmt.Sprintf("%s (%s) holds data (%s); it is left untouched. If that may be destroyed, re-plan with --wipe %s and apply with --yes",
-				d.Name, pd.ID, strings.Join(content, "; "), d.Name))
+		if note != "" {
+			rep.Notes = append(rep.Notes, note)
 		}
 	}
 	// VGs and LVs that exist must have the planned shape
@@ -467,6 +443,39 @@ func (a Applier) guard(p *Plan, cur *current, rep *ApplyReport) error {
 		return &RefusedError{What: "lvm apply refused (nothing was run)", Problems: problems}
 	}
 	return nil
+}
+
+// GuardDevice is the one set of guards on a device tbhost is about to make
+// a PV of (lvm apply's planned devices, lvm replace's new disk): it refuses
+// the system disk, a device in use (mounted, swap, dm/md holders), a device
+// that could not be probed, a PV of another VG (unless wipe) and a device
+// carrying data (partitions, signatures; unless wipe). A PV of ourVG passes
+// (already ours), a PV in no VG passes with a note (pvcreate is skipped).
+// id is how the caller names the device in its texts.
+func GuardDevice(d *blockdev.Device, id string, pv *PV, ourVG string, wipe bool) (problem, note string) {
+	if pv != nil && pv.VG == ourVG && ourVG != "" {
+		return "", "" // already ours: holders and LVM signature are expected
+	}
+	if d.Kind == "disk" && d.Role == blockdev.RoleSystem {
+		return fmt.Sprintf("%s (%s) is now the system disk (%s): never used whole", d.Name, id, d.RoleWhy), ""
+	}
+	if busy := d.Busy(); len(busy) > 0 {
+		return fmt.Sprintf("%s (%s) is in use: %s; stop using it first (umount, swapoff, remove the holder), tbhost does not", d.Name, id, strings.Join(busy, "; ")), ""
+	}
+	if d.ProbeError != "" {
+		return fmt.Sprintf("%s (%s): cannot check that it is blank: %s", d.Name, id, d.ProbeError), ""
+	}
+	if pv != nil && pv.VG != "" && !wipe {
+		return fmt.Sprintf("%s (%s) is a PV of another VG (%s); remove it from that VG, or re-plan with --wipe %s", d.Name, id, pv.VG, d.Name), ""
+	}
+	if pv != nil && pv.VG == "" {
+		return "", fmt.Sprintf("%s is already a PV in no VG (an earlier run stopped after pvcreate?): pvcreate is skipped", d.Name)
+	}
+	if content := d.Content(); len(content) > 0 && !wipe {
+		return fmt.Sprintf("%s (%s) holds data (%s); it is left untouched. If that may be destroyed, re-plan with --wipe %s and apply with --yes",
+			d.Name, id, strings.Join(content, "; "), d.Name), ""
+	}
+	return "", ""
 }
 
 // decide marks each plan step run or skip. It works on the steps derived

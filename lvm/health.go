@@ -11,6 +11,9 @@ package lvm
 import (
 	"fmt"
 	"strings"
+
+	"github.com/tbhost/tbhost/internal/sizes"
+	"github.com/tbhost/tbhost/internal/timeline"
 )
 
 // Severity is a Nagios status; its value is the plugin exit code. It is the
@@ -188,13 +191,16 @@ const (
 	// health cannot be judged (monitor check: UNKNOWN).
 	CodeLVMUnreadable Code = "lvm-unreadable"
 
-	// Reserved for disk replacement (issue 14); not emitted yet.
+	// Disk replacement (issue 14).
 
-	// CodeIntegrityReinit: dm-integrity is being re-initialised on an
-	// image after `lvconvert --raidintegrity y`.
+	// CodeIntegrityReinit: dm-integrity is (re-)initialising an image's
+	// checksums (its sync_percent < 100, e.g. after `lvconvert
+	// --raidintegrity y`): the blocks above its point are not checked yet.
+	// WARNING; a state that passes (Progress).
 	CodeIntegrityReinit Code = "integrity-reinitialising"
 	// CodeMissingAtBoot: a member was missing at activation and the
-	// raid+integrity LV was left inactive (lvm2 2.03.16).
+	// raid+integrity LV was left inactive (lvm2 2.03.16 activates it in no
+	// mode): CRITICAL, `tbhost lvm replace VG/LV --old missing` brings it back.
 	CodeMissingAtBoot Code = "missing-at-boot"
 )
 
@@ -372,16 +378,42 @@ type ArrayHealth struct {
 func AssessArray(all []LV, top LV) ArrayHealth {
 	h := ArrayHealth{LV: top, Findings: top.Findings()}
 	name := top.FullName()
+	images := SubLVs(all, top, "rimage")
+	missingImages := 0
+	for _, img := range images {
+		if len(PhysicalDevices(all, img)) == 0 || OnMissingPV(all, img) {
+			missingImages++
+		}
+	}
 	if !top.Active() {
-		h.Findings = append(h.Findings, Finding{Code: CodeLVInactive, Severity: Critical, LV: name,
+		f := Finding{Code: CodeLVInactive, Severity: Critical, LV: name,
 			Field: "lv_attr", Value: top.Attr,
 			Text:   fmt.Sprintf("%s is not active (attr %s)", name, top.Attr),
-			Advice: "lvchange -ay " + name})
+			Advice: "lvchange -ay " + name}
+		if missingImages > 0 {
+			f.Advice = ReplaceAdvice(name)
+		}
+		h.Findings = append(h.Findings, f)
+		if missingImages == 1 {
+			h.Findings = append(h.Findings, Finding{Code: CodeMissingAtBoot, Severity: Critical, LV: name, Field: "lv_attr", Value: top.Attr,
+				Text: fmt.Sprintf("%s was not activated: a member was missing at boot, and lvm2 2.03.16 activates raid+integrity with a member missing in no mode (vgchange -ay --activationmode degraded is refused); the tables are offline. Bring the disk back, or replace it: %s",
+					name, ReplaceAdvice(name)),
+				Advice: ReplaceAdvice(name)})
+		}
 	}
 	if f, ok := syncFinding(top); ok {
+		if f.Code == CodeRebuilding || f.Code == CodeSyncInProgress {
+			f.Text += eta(f.Percent, imageBytes(images), timeline.DefaultHDDRate)
+			if f.Code == CodeRebuilding {
+				f.Advice = "wait for the rebuild; if tbhost lvm replace was interrupted, run it again with the same arguments: it continues"
+			}
+		}
 		h.Findings = append(h.Findings, f)
 	}
-	for _, img := range SubLVs(all, top, "rimage") {
+	if f, ok := reinitFinding(top, images); ok {
+		h.Findings = append(h.Findings, f)
+	}
+	for _, img := range images {
 		ih := ImageHealth{LV: img, Disks: PhysicalDevices(all, img), Findings: img.Findings()}
 		for i := range ih.Findings {
 			ih.Findings[i].Image, ih.Findings[i].Disks = img.Name, ih.Disks
@@ -390,8 +422,8 @@ func AssessArray(all []LV, top LV) ArrayHealth {
 			ih.Missing = true
 			ih.Findings = append(ih.Findings, Finding{Code: CodeImageMissing, Severity: Critical,
 				LV: img.FullName(), Image: img.Name, Disks: ih.Disks, Field: "devices", Value: "[unknown]",
-				Text:   fmt.Sprintf("%s has lost its disk (lvs shows its PV as [unknown]): the array runs degraded; replace the disk", img.Name),
-				Advice: "replace the disk"})
+				Text:   fmt.Sprintf("%s has lost its disk (lvs shows its PV as [unknown]): the array runs degraded; replace the disk: %s", img.Name, ReplaceAdvice(name)),
+				Advice: ReplaceAdvice(name)})
 		}
 		if len(ih.Disks) > 1 {
 			ih.Findings = append(ih.Findings, Finding{Code: CodeImageSpansDisks, Severity: Warning,
@@ -401,6 +433,53 @@ func AssessArray(all []LV, top LV) ArrayHealth {
 		h.Images = append(h.Images, ih)
 	}
 	return h
+}
+
+// ReplaceAdvice is the command that replaces a gone member of vg/lv.
+func ReplaceAdvice(name string) string {
+	return fmt.Sprintf("tbhost lvm replace --dry-run %s --old missing --new /dev/NEWDISK (then without --dry-run; docs/lvm.md)", name)
+}
+
+func imageBytes(images []LV) int64 {
+	var n int64
+	for _, img := range images {
+		n = max(n, img.Size)
+	}
+	return n
+}
+
+// eta words the time left of a sync at pct of bytes at rate (a forecast at
+// the default rate: lvs gives no rate).
+func eta(pct float64, bytes, rate int64) string {
+	if bytes <= 0 || rate <= 0 || pct < 0 || pct >= 100 {
+		return ""
+	}
+	left := (100 - pct) / 100 * float64(bytes) / float64(rate)
+	return fmt.Sprintf(" (ETA about %s at %s/s per disk)", timeline.Human(left), sizes.Format(rate))
+}
+
+// reinitFinding: an integrity image whose sync_percent is below 100 while
+// the array itself is in sync: dm-integrity is recalculating checksums
+// (after lvconvert --raidintegrity y). Percent is the slowest image's.
+func reinitFinding(top LV, images []LV) (Finding, bool) {
+	if top.SyncPercent >= 0 && top.SyncPercent < 100 {
+		return Finding{}, false // the initial sync or a rebuild says it
+	}
+	low, n := 100.0, 0
+	for _, img := range images {
+		if img.SegType() == "integrity" && img.SyncPercent >= 0 && img.SyncPercent < 100 {
+			low = min(low, img.SyncPercent)
+			n++
+		}
+	}
+	if n == 0 {
+		return Finding{}, false
+	}
+	name := top.FullName()
+	return Finding{Code: CodeIntegrityReinit, Severity: Warning, LV: name, Field: "sync_percent", Value: fmt.Sprintf("%.2f", low), Percent: low, Count: int64(n),
+		Text: fmt.Sprintf("%s: dm-integrity re-initialising %d images, %.2f%% done%s; blocks above that point are not checked yet",
+			name, n, low, eta(low, imageBytes(images), timeline.DefaultIntegrityRate)),
+		Advice: "wait; if tbhost lvm replace was interrupted, run it again with the same arguments: it continues"}, true
 }
 
 // syncFinding is the sync state of a RAID LV when sync_percent < 100.
@@ -447,7 +526,7 @@ func (h ArrayHealth) Degraded() (Finding, bool) {
 func (h ArrayHealth) Sync() (Finding, bool) {
 	for _, f := range h.Findings {
 		switch f.Code {
-		case CodeSyncInProgress, CodeRebuilding, CodeCheckInProgress, CodeNotSynced:
+		case CodeSyncInProgress, CodeRebuilding, CodeCheckInProgress, CodeNotSynced, CodeIntegrityReinit:
 			return f, true
 		}
 	}

@@ -197,6 +197,6 @@ func TestStatusFindingsCarryCodes(t *testing.T) {
 	}
 }
 
-func fixtureTree2(t *testing.T, capture string) string {
+func fixtureTree2(t testing.TB, capture string) string {
 	return fixturetree.Dir(t, "../internal/lab/testdata/captures/"+capture+".tar.gz")
 }

@@ -42,6 +42,9 @@ type ArrayStatus struct {
 	Problems       []string      `json:"problems,omitempty"`
 	// Findings are the problems with their codes (Problems are their texts).
 	Findings []Finding `json:"findings,omitempty"`
+	// Progress are the states that pass by themselves and do not make the
+	// array a problem: a rebuild, an integrity re-initialisation (with ETA).
+	Progress []Finding `json:"progress,omitempty"`
 	Checks   []Check   `json:"checks,omitempty"` // against the plan, with --plan
 }
 
@@ -135,10 +138,16 @@ func Status(ctx context.Context, r execx.Runner, opts StatusOptions) (*StatusRep
 		_, syncing := h.Sync()
 		for _, f := range h.Findings {
 			switch f.Code {
-			case CodeSyncInProgress, CodeRebuilding, CodeCheckInProgress, CodeNotSynced:
+			case CodeSyncInProgress, CodeCheckInProgress, CodeNotSynced:
 				continue // a state, shown as "syncing"
+			case CodeRebuilding, CodeIntegrityReinit:
+				st.Progress = append(st.Progress, f) // a state, shown as "syncing", with its ETA
+				continue
 			case CodeLVInactive:
-				f.Text = fmt.Sprintf("%s/%s is not active (attr %s): its data cannot be read; lvm2 2.03.16 will not activate raid+integrity with a member missing (vgchange -ay --activationmode degraded is refused): bring the disk back, or see docs/lvm.md", w.vg, w.lv, top.Attr)
+				f.Text = fmt.Sprintf("%s/%s is not active (attr %s): its data cannot be read; activate it (lvm lvchange -ay %s/%s)", w.vg, w.lv, top.Attr, w.vg, w.lv)
+				if HasCode(h.Findings, CodeMissingAtBoot) {
+					f.Text = fmt.Sprintf("%s/%s is not active (attr %s): its data cannot be read (missing at boot: lvchange -ay is refused)", w.vg, w.lv, top.Attr)
+				}
 			}
 			st.problem(f)
 		}
@@ -252,8 +261,17 @@ func (r *StatusReport) WriteText(w io.Writer) error {
 		for _, c := range a.Checks {
 			fmt.Fprintf(w, "  %s\n", c)
 		}
-		for _, p := range a.Problems {
+		for _, f := range a.Progress {
+			fmt.Fprintf(w, "  ~ %s\n", f.Text)
+			if f.Advice != "" {
+				fmt.Fprintf(w, "    %s\n", f.Advice)
+			}
+		}
+		for i, p := range a.Problems {
 			fmt.Fprintf(w, "  ! %s\n", p)
+			if i < len(a.Findings) && a.Findings[i].Advice != "" && !strings.Contains(p, a.Findings[i].Advice) {
+				fmt.Fprintf(w, "    do: %s\n", a.Findings[i].Advice)
+			}
 		}
 	}
 	if r.OK {

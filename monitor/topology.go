@@ -272,7 +272,7 @@ func lvmArrays(root string, sb *SysBlock, all []lvm.LV, pvs []lvm.PV) []Array {
 			if len(leaves) == 0 || ih.Missing {
 				a.Members = append(a.Members, Member{Images: []string{img.Name}, Missing: true, IntegrityMismatches: img.IntegrityMismatches})
 				a.Degraded = true
-				a.Problems = append(a.Problems, Problem{Severity: Critical, Code: lvm.CodeImageMissing, Text: fmt.Sprintf("%s: image %s has no disk (PV missing or failed)", a.Name, img.Name)})
+				a.Problems = append(a.Problems, Problem{Severity: Critical, Code: lvm.CodeImageMissing, Text: fmt.Sprintf("%s: image %s has no disk (PV missing or failed); replace it: %s", a.Name, img.Name, lvm.ReplaceAdvice(a.Name))})
 				continue
 			}
 			if len(leaves) > 1 {
@@ -316,7 +316,12 @@ func lvmArrays(root string, sb *SysBlock, all []lvm.LV, pvs []lvm.PV) []Array {
 				a.Name, len(unused), lv.VG, strings.Join(unused, ", "))})
 		}
 		if a.Device == "" || lvm.HasCode(h.Findings, lvm.CodeLVInactive) {
-			a.Problems = append(a.Problems, Problem{Severity: Critical, Code: lvm.CodeLVInactive, Text: fmt.Sprintf("%s: not active (no device-mapper device %s); activate it with: vgchange -ay %s", a.Name, DMName(lv.VG, lv.Name), lv.VG)})
+			text := fmt.Sprintf("%s: not active (no device-mapper device %s); activate it with: vgchange -ay %s", a.Name, DMName(lv.VG, lv.Name), lv.VG)
+			if lvm.HasCode(h.Findings, lvm.CodeMissingAtBoot) {
+				// lvm2 2.03.16 refuses vgchange -ay (any --activationmode) for it
+				text = fmt.Sprintf("%s: not active: a member was missing at boot and lvm2 activates raid+integrity with a member missing in no mode (vgchange -ay is refused); bring the disk back, or: %s", a.Name, lvm.ReplaceAdvice(a.Name))
+			}
+			a.Problems = append(a.Problems, Problem{Severity: Critical, Code: lvm.CodeLVInactive, Text: text})
 		}
 		a.Problems = append(a.Problems, lvHealth(a.Name, lv, h.Findings)...)
 		a.Problems = append(a.Problems, integrityMismatches(all, lv)...)
@@ -327,7 +332,11 @@ func lvmArrays(root string, sb *SysBlock, all []lvm.LV, pvs []lvm.PV) []Array {
 			a.SyncAction, a.SyncProgress = lv.SyncAction, f.Percent/100
 			a.Syncing = f.Code != lvm.CodeCheckInProgress
 			if a.Syncing {
-				a.Problems = append(a.Problems, Problem{Severity: f.Severity, Code: f.Code, Text: fmt.Sprintf("%s: %s in progress, %.1f%% done (skew is not judged meanwhile)", a.Name, orDefault(lv.SyncAction, "sync"), f.Percent)})
+				text := fmt.Sprintf("%s: %s in progress, %.1f%% done (skew is not judged meanwhile)", a.Name, orDefault(lv.SyncAction, "sync"), f.Percent)
+				if f.Code == lvm.CodeIntegrityReinit || f.Code == lvm.CodeRebuilding {
+					text = f.Text + " (skew is not judged meanwhile)"
+				}
+				a.Problems = append(a.Problems, Problem{Severity: f.Severity, Code: f.Code, Text: text})
 			}
 		}
 		out = append(out, a)

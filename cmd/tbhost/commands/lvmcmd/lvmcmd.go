@@ -1,4 +1,4 @@
-// Package lvmcmd is the CLI of `tbhost lvm plan|apply|status`, a thin layer
+// Package lvmcmd is the CLI of `tbhost lvm plan|apply|status|replace`, a thin layer
 // over the lvm package.
 package lvmcmd
 
@@ -26,9 +26,10 @@ func Command() *cli.Command {
    1. tbhost lvm plan -o plan.yaml      look at the machine, write a plan; review it
    2. tbhost lvm apply --dry-run plan.yaml
    3. tbhost lvm apply plan.yaml        build exactly that, verify the result
-   4. tbhost lvm status                 shape and health, any time (cron, Nagios)`,
+   4. tbhost lvm status                 shape and health, any time (cron, Nagios)
+   5. tbhost lvm replace VG/LV --old DEV|missing --new DEV   when a member fails`,
 		Action:      cliutil.GroupAction,
-		Subcommands: []*cli.Command{planCommand(), applyCommand(), statusCommand()},
+		Subcommands: []*cli.Command{planCommand(), applyCommand(), statusCommand(), replaceCommand()},
 	}
 }
 

@@ -35,7 +35,8 @@ func issueInterface() []*cli.Command {
 		group("lvm",
 			leaf("plan", slice("hdd"), slice("nvme"), str("prefix-size"), str("integrity-mode"), str("integrity-blocksize"), str("output", "o"), slice("wipe"), boolean("example")),
 			leaf("apply", boolean("dry-run"), boolean("yes"), boolean("wait-sync")),
-			leaf("status")),
+			leaf("status", str("plan")),
+			leaf("replace", boolean("dry-run"), boolean("yes"), str("old"), str("new"), str("plan"), str("plan-out"), str("state-dir"), str("poll"))),
 		group("prefix",
 			leaf("stats", boolean("files")),
 			leaf("plan", slice("tables"), str("capacity")),
@@ -48,7 +49,7 @@ func issueInterface() []*cli.Command {
 		group("integrity",
 			leaf("status"),
 			leaf("scrub", str("rate"), str("budget"), str("until"), str("state"), boolean("syncaction")),
-			leaf("verify-tables", str("checksums"), str("jobs"), str("rate"), boolean("complete"))),
+			leaf("verify-tables", str("checksums"), str("jobs"), str("rate"), boolean("complete"), boolean("no-hash"))),
 		group("bench",
 			leaf("probe", slice("tables"), str("store"), str("io"), str("advise"), str("parallel"), str("requests"), str("warmup"), str("clients"), str("rate"), boolean("matrix"), str("out"), str("offset")),
 			leaf("replay", str("log"), slice("target"), str("clients"), str("warmup"), str("rate"), str("out"), str("offset"))),
@@ -79,7 +80,7 @@ func TestEmbeddedPlaybooksValidateAgainstTheIssuesInterface(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, stderr)
 	}
-	for _, n := range []string{"provision-host", "pre-cutover", "health-check"} {
+	for _, n := range []string{"provision-host", "pre-cutover", "health-check", "replace-disk"} {
 		if !strings.Contains(out, "ok: "+n) {
 			t.Errorf("no ok for %s:\n%s", n, out)
 		}
@@ -112,7 +113,7 @@ func TestLiveCommandsCheck(t *testing.T) {
 		want    string
 		unknown bool
 	}{
-		{[]string{"lvm", "destroy"}, `no command "destroy" in "tbhost lvm" (it has: plan, apply, status)`, true},
+		{[]string{"lvm", "destroy"}, `no command "destroy" in "tbhost lvm" (it has: plan, apply, status, replace)`, true},
 		{[]string{"nope"}, `no command "nope" in "tbhost"`, true},
 		{[]string{"lvm"}, "tbhost lvm is a command group; name one of its commands: plan, apply, status", true},
 		{[]string{"lvm", "apply", "/p.yaml", "--force"}, "tbhost lvm apply has no flag --force", false},

@@ -1,0 +1,360 @@
+//go:build lab
+
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tbhost/tbhost/internal/execx"
+	"github.com/tbhost/tbhost/lvm"
+)
+
+// Issue 14 in two boots of the same disk images: 6 HDDs (512e, 256 MiB)
+// plus HDD7 blank, and three disks the replace must refuse (HDD8 with ext4,
+// HDD9 too small, HDD10 4Kn).
+//
+// Boot 1: plan + apply (raid5 + integrity, ext4), real Syzygy tables and a
+// 48 MiB random pattern with sha256 sums; the three refusals with every
+// disk's sha256 before and after; case a (HDD1 present, replaced by HDD7);
+// case b (HDD3 deleted in the running guest, repaired onto HDD1 wiped),
+// with tbhost killed (SIGKILL) in the rebuild wait and run again.
+// Boot 2 without HDD2 (case c): HDD3's image blanked on the host is the new
+// disk; the tables are read while the rebuild runs, tbhost is killed in the
+// integrity re-initialisation wait and run again.
+// After each replace: every byte (sha256 -c), integrity verify-tables, one
+// image on the new disk, integrity on all 6, lvm status --plan UPDATED exits
+// 0; after b and c, monitor check under a read load exits 0.
+
+const replaceCommon = `export PATH=/usr/bin:/usr/sbin:/sbin:/bin
+SUMS=/lab/out/steps/build/sums.txt
+check_array() { # PLAN: bytes, tables, status, lvs into $LAB_OUT
+  mkdir -p /srv/syzygy
+  grep -q ' /srv/syzygy ' /proc/mounts || mount -o ro /dev/vg-hdd/tables /srv/syzygy
+  (cd /srv/syzygy && sha256sum -c $SUMS) > $LAB_OUT/sums-check.txt 2>&1; echo $? > $LAB_OUT/sums.rc
+  tbhost integrity verify-tables --checksums /checksums/sha256 /srv/syzygy/tables > $LAB_OUT/verify.txt 2>&1; echo $? > $LAB_OUT/verify.rc
+  tbhost lvm status --plan $1 --json > $LAB_OUT/status.json 2>$LAB_OUT/status.err; echo $? > $LAB_OUT/status.rc
+  tbhost lvm status --plan $1 > $LAB_OUT/status.txt 2>&1
+  lvs -a -o lv_name,lv_attr,segtype,devices,sync_percent,raidintegritymode,raidintegrityblocksize vg-hdd > $LAB_OUT/lvs.txt 2>&1
+  pvs > $LAB_OUT/pvs.txt 2>&1
+  cat $LAB_OUT/status.txt
+}
+monitor_under_load() { # NAME
+  (while :; do dd if=/dev/vg-hdd/tables of=/dev/null bs=1M iflag=direct 2>/dev/null || exit; done) &
+  lp=$!; sleep 2
+  tbhost monitor check --for 10s --interval 5s vg-hdd/tables > $LAB_OUT/$1.txt 2>&1; echo $? > $LAB_OUT/$1.rc
+  kill $lp 2>/dev/null; killall dd 2>/dev/null; wait $lp 2>/dev/null
+  cat $LAB_OUT/$1.txt
+}
+wait_for() { # FILE PATTERN SECONDS
+  i=0; while ! grep -q "$2" "$1" 2>/dev/null; do sleep 0.5; i=$((i+1)); [ $i -ge $(( $3 * 2 )) ] && return 1; done; return 0
+}
+sums_of_disks() { for e in $LAB_DISKS; do s=${e#*:}; s=${s%%:*}; d=$(lab_dev $s 2>/dev/null) || continue; echo "$s $(sha256sum < $d | cut -c1-64)"; done; }
+`
+
+var replaceBoot1 = []Step{
+	{Name: "build", StopOnFailure: true, Script: replaceCommon + `set -e
+args=""; for s in HDD1 HDD2 HDD3 HDD4 HDD5 HDD6; do args="$args --hdd $(lab_dev $s)"; done
+tbhost lvm plan $args --no-nvme --tables-fs ext4 -o $LAB_OUT/plan.yaml > $LAB_OUT/plan.txt
+tbhost lvm apply --yes --wait-sync --poll 2s $LAB_OUT/plan.yaml > $LAB_OUT/apply.txt 2>&1
+mkdir -p /srv/syzygy; mount /dev/vg-hdd/tables /srv/syzygy
+mkdir /srv/syzygy/tables; cp /tables/* /srv/syzygy/tables/
+dd if=/dev/urandom of=/srv/syzygy/pattern.bin bs=1M count=48 2>/dev/null
+(cd /srv/syzygy && sha256sum pattern.bin tables/*) > $LAB_OUT/sums.txt
+sync; umount /srv/syzygy
+lvs -a -o lv_name,segtype,devices vg-hdd`},
+	{Name: "refusals", Script: replaceCommon + `sync; sleep 3
+sums_of_disks > $LAB_OUT/disks-before.txt
+old=$(lab_dev HDD1)
+tbhost lvm replace --dry-run vg-hdd/tables --old $old --new $(lab_dev HDD7) > $LAB_OUT/dry-run-a.txt 2>&1; echo $? > $LAB_OUT/dry-run-a.rc
+for s in HDD8 HDD9 HDD10; do
+  tbhost lvm replace --yes --state-dir /tmp/rs vg-hdd/tables --old $old --new $(lab_dev $s) > $LAB_OUT/refuse-$s.txt 2>&1; echo $? > $LAB_OUT/refuse-$s.rc
+  cat $LAB_OUT/refuse-$s.txt
+done
+sync; sleep 1
+sums_of_disks > $LAB_OUT/disks-after.txt
+ls /tmp/rs > $LAB_OUT/state-files.txt 2>&1
+cat $LAB_OUT/disks-before.txt`},
+	{Name: "case-a", Script: replaceCommon + `mkdir -p /srv/syzygy; mount /dev/vg-hdd/tables /srv/syzygy
+tbhost lvm replace --yes --poll 2s --state-dir /tmp/rs --plan /lab/out/steps/build/plan.yaml --plan-out $LAB_OUT/plan-a.yaml \
+  vg-hdd/tables --old $(lab_dev HDD1) --new $(lab_dev HDD7) > $LAB_OUT/replace.txt 2>&1; echo $? > $LAB_OUT/replace.rc
+cat $LAB_OUT/replace.txt
+echo 3 > /proc/sys/vm/drop_caches
+check_array $LAB_OUT/plan-a.yaml
+readlink -f $(lab_dev HDD7) > $LAB_OUT/new.dev`},
+	{Name: "case-b", Script: replaceCommon + `new=$(lab_dev HDD1)
+lab_run pvremove -y $new; wipefs -a $new; dd if=/dev/zero of=$new bs=1M count=8 conv=fsync 2>/dev/null
+echo $new > $LAB_OUT/new.dev
+victim=$(lab_dev HDD3); echo $victim > $LAB_OUT/victim.dev
+(while :; do dd if=/dev/vg-hdd/tables of=/dev/null bs=1M iflag=direct 2>/dev/null || exit; done) &
+lp=$!; sleep 2
+echo 1 > /sys/block/${victim#/dev/}/device/delete; sleep 5
+kill $lp 2>/dev/null; killall dd 2>/dev/null; wait $lp 2>/dev/null
+lvs -a -o lv_name,lv_attr,lv_health_status,devices vg-hdd > $LAB_OUT/lvs-degraded.txt 2>&1
+tbhost lvm status > $LAB_OUT/status-degraded.txt 2>&1; echo $? > $LAB_OUT/status-degraded.rc
+tbhost lvm replace --dry-run vg-hdd/tables --old missing --new $new > $LAB_OUT/dry-run-b.txt 2>&1
+# slow the rebuild (4 MiB/s per device) so that the kill lands inside the wait
+lab_run lvchange --maxrecoveryrate 4096 vg-hdd/tables
+A="--yes --poll 1s --state-dir /tmp/rs --plan /lab/out/steps/case-a/plan-a.yaml --plan-out $LAB_OUT/plan-b.yaml vg-hdd/tables --old missing --new $new"
+tbhost lvm replace $A > $LAB_OUT/replace1.txt 2>&1 &
+pid=$!
+wait_for $LAB_OUT/replace1.txt 'wait-rebuild: ' 300 || echo "no rebuild progress seen" > $LAB_OUT/no-progress
+sleep 2
+monitor_under_load monitor-rebuilding
+kill -9 $pid && echo killed > $LAB_OUT/killed
+wait $pid 2>/dev/null
+lvs --noheadings -o sync_percent,raid_sync_action vg-hdd/tables > $LAB_OUT/sync-at-kill.txt
+cp /tmp/rs/replace-vg-hdd-tables.json $LAB_OUT/state-at-kill.json
+tbhost lvm status > $LAB_OUT/status-rebuilding.txt 2>&1; echo $? > $LAB_OUT/status-rebuilding.rc
+lab_run lvchange --maxrecoveryrate 0 vg-hdd/tables
+tbhost lvm replace $A > $LAB_OUT/replace2.txt 2>&1; echo $? > $LAB_OUT/replace2.rc
+cat $LAB_OUT/replace1.txt $LAB_OUT/replace2.txt
+mkdir -p /srv/syzygy; umount /srv/syzygy 2>/dev/null; echo 3 > /proc/sys/vm/drop_caches
+check_array $LAB_OUT/plan-b.yaml
+monitor_under_load monitor-after
+umount /srv/syzygy
+# boot 2 rebuilds slowly too: the tables must be read while it runs
+lab_run lvchange --maxrecoveryrate 4096 vg-hdd/tables
+sync`},
+}
+
+var replaceBoot2 = []Step{
+	{Name: "case-c", Script: replaceCommon + `SUMS=/lab/sums.txt
+new=$(lab_dev HDD3); echo $new > $LAB_OUT/new.dev
+lvs -a -o lv_name,lv_attr,lv_health_status,devices vg-hdd > $LAB_OUT/lvs-boot.txt 2>&1
+tbhost lvm status > $LAB_OUT/status-boot.txt 2>&1; echo $? > $LAB_OUT/status-boot.rc
+tbhost monitor check --for 4s --interval 2s vg-hdd/tables > $LAB_OUT/monitor-boot.txt 2>&1; echo $? > $LAB_OUT/monitor-boot.rc
+tbhost lvm replace --dry-run vg-hdd/tables --old missing --new $new > $LAB_OUT/dry-run-c.txt 2>&1
+A="--yes --poll 1s --state-dir /tmp/rs --plan /lab/plan-b.yaml --plan-out $LAB_OUT/plan-c.yaml vg-hdd/tables --old missing --new $new"
+tbhost lvm replace $A > $LAB_OUT/replace1.txt 2>&1 &
+pid=$!
+wait_for $LAB_OUT/replace1.txt 'wait-rebuild: ' 300 || echo "no rebuild progress seen" > $LAB_OUT/no-progress
+mkdir -p /srv/syzygy
+mount -o ro /dev/vg-hdd/tables /srv/syzygy; echo $? > $LAB_OUT/early-mount.rc
+lvs --noheadings -o sync_percent,raid_sync_action vg-hdd/tables > $LAB_OUT/sync-before-read.txt
+(cd /srv/syzygy && sha256sum -c $SUMS) > $LAB_OUT/early-sums.txt 2>&1; echo $? > $LAB_OUT/early-sums.rc
+lvs --noheadings -o sync_percent,raid_sync_action vg-hdd/tables > $LAB_OUT/sync-after-read.txt
+lab_run lvchange --maxrecoveryrate 0 vg-hdd/tables
+wait_for $LAB_OUT/replace1.txt 'wait-integrity: ' 600 || echo "no integrity progress seen" > $LAB_OUT/no-integrity-progress
+tbhost lvm status > $LAB_OUT/status-reinit.txt 2>&1; echo $? > $LAB_OUT/status-reinit.rc
+tbhost integrity status vg-hdd/tables > $LAB_OUT/integrity-reinit.txt 2>&1; echo $? > $LAB_OUT/integrity-reinit.rc
+kill -9 $pid && echo killed > $LAB_OUT/killed
+wait $pid 2>/dev/null
+lvs -a --noheadings -o lv_name,sync_percent vg-hdd > $LAB_OUT/sync-at-kill.txt
+cp /tmp/rs/replace-vg-hdd-tables.json $LAB_OUT/state-at-kill.json
+tbhost lvm replace $A > $LAB_OUT/replace2.txt 2>&1; echo $? > $LAB_OUT/replace2.rc
+cat $LAB_OUT/replace1.txt $LAB_OUT/replace2.txt
+umount /srv/syzygy; echo 3 > /proc/sys/vm/drop_caches
+check_array $LAB_OUT/plan-c.yaml
+tbhost integrity status vg-hdd/tables > $LAB_OUT/integrity-after.txt 2>&1; echo $? > $LAB_OUT/integrity-after.rc
+monitor_under_load monitor-after`},
+}
+
+func TestLVMReplace(t *testing.T) {
+	shared.prepare(t)
+	files, err := realTablesAndChecksums()
+	if err != nil {
+		t.Skipf("needs the real Syzygy tables: %v", err)
+	}
+	work := t.TempDir()
+	if k := os.Getenv("TBHOST_LAB_KEEP"); k != "" {
+		work = k
+		os.MkdirAll(work, 0o755)
+	}
+	disks, _ := Disks(HDD, 7, 256, "512e")
+	disks = append(disks,
+		Disk{Name: "hdd8", Kind: HDD, SizeMiB: 256, LogicalBlockSize: 512, PhysicalBlockSize: 4096},
+		Disk{Name: "hdd9", Kind: HDD, SizeMiB: 192, LogicalBlockSize: 512, PhysicalBlockSize: 4096},
+		Disk{Name: "hdd10", Kind: HDD, SizeMiB: 256, LogicalBlockSize: 4096, PhysicalBlockSize: 4096})
+	images := map[string]string{}
+	for i := range disks {
+		p := filepath.Join(work, disks[i].Name+".img")
+		os.Remove(p)
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(p, disks[i].SizeMiB<<20); err != nil {
+			t.Fatal(err)
+		}
+		disks[i].Image, images[disks[i].Name] = p, p
+	}
+	c, _ := NewCache(os.Getenv("TBHOST_LAB_CACHE"), execx.Exec{}, nil)
+	if err := c.WriteExt4(context.Background(), images["hdd8"]); err != nil {
+		t.Fatal(err)
+	}
+	l := &Lab{Base: shared.base}
+	res, r1, err := l.RunBatch(t.Context(), Config{Name: "replace-ab", WorkDir: work, Disks: disks, Tbhost: shared.tbhost,
+		Files: files, Timeout: 40 * time.Minute, MemMiB: 1024}, replaceBoot1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("boot 1: %v, log %s", r1.Duration.Round(time.Second), r1.LogPath)
+	requireSteps(t, res, map[string]int{"build": 0, "refusals": 0, "case-a": 0, "case-b": 0})
+	out := func(step, name string) string { return strings.TrimSpace(string(res[step].Outputs[name])) }
+
+	// refusals: exit 1, the reason named, every disk bit-identical, no state
+	for s, want := range map[string]string{"HDD8": "ext4", "HDD9": "too small", "HDD10": "logical blocks"} {
+		if rc, o := out("refusals", "refuse-"+s+".rc"), out("refusals", "refuse-"+s+".txt"); rc != "1" || !strings.Contains(o, want) {
+			t.Errorf("replace onto %s: exit %s, want 1 naming %q:\n%s", s, rc, want, o)
+		}
+	}
+	if b, a := out("refusals", "disks-before.txt"), out("refusals", "disks-after.txt"); b == "" || b != a {
+		t.Errorf("disks changed across the refusals:\nbefore\n%s\nafter\n%s", b, a)
+	} else {
+		t.Logf("sha256 of every disk, identical before and after the three refusals:\n%s", b)
+	}
+	if st := out("refusals", "state-files.txt"); strings.Contains(st, "replace-vg-hdd-tables.json") {
+		t.Errorf("a refusal wrote a state file: %s", st)
+	}
+	if o := out("refusals", "dry-run-a.txt"); !strings.Contains(o, "case a-present") || !strings.Contains(o, "--replace") {
+		t.Errorf("dry run, case a:\n%s", o)
+	}
+	t.Logf("dry run, case a:\n%s", out("refusals", "dry-run-a.txt"))
+
+	checkReplaced(t, "case a", res["case-a"], out("case-a", "new.dev"))
+	t.Logf("case a:\n%s", out("case-a", "replace.txt"))
+
+	b := res["case-b"]
+	t.Logf("case b dry run:\n%s", out("case-b", "dry-run-b.txt"))
+	if o := out("case-b", "dry-run-b.txt"); !strings.Contains(o, "case b-vanished") || strings.Contains(o, "--raidintegrity n") {
+		t.Errorf("case b dry run: want case b and integrity kept:\n%s", o)
+	}
+	checkKilledInWait(t, "case b", b, "wait-rebuild")
+	if rc := out("case-b", "monitor-rebuilding.rc"); rc != "1" {
+		t.Errorf("monitor check while rebuilding: exit %s, want 1 (WARNING):\n%s", rc, out("case-b", "monitor-rebuilding.txt"))
+	}
+	t.Logf("case b: status while rebuilding (exit %s):\n%s", out("case-b", "status-rebuilding.rc"), out("case-b", "status-rebuilding.txt"))
+	if rc := out("case-b", "replace2.rc"); rc != "0" {
+		t.Errorf("case b rerun after SIGKILL: exit %s:\n%s", rc, out("case-b", "replace2.txt"))
+	}
+	checkReplaced(t, "case b", b, out("case-b", "new.dev"))
+	if rc := out("case-b", "monitor-after.rc"); rc != "0" {
+		t.Errorf("case b: monitor check under load after the replace: exit %s:\n%s", rc, out("case-b", "monitor-after.txt"))
+	}
+	t.Logf("case b runs:\n%s\n---\n%s", out("case-b", "replace1.txt"), out("case-b", "replace2.txt"))
+	if t.Failed() {
+		return
+	}
+
+	// boot 2: HDD2 missing at boot; HDD3 (deleted in boot 1) blank again
+	if err := os.Truncate(images["hdd3"], 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(images["hdd3"], 256<<20); err != nil {
+		t.Fatal(err)
+	}
+	disks2 := Without(Without(Without(Without(disks, "hdd2"), "hdd8"), "hdd9"), "hdd10")
+	files["/lab/sums.txt"] = res["build"].Outputs["sums.txt"]
+	files["/lab/plan-b.yaml"] = b.Outputs["plan-b.yaml"]
+	res2, r2, err := l.RunBatch(t.Context(), Config{Name: "replace-c", WorkDir: work, Disks: disks2, Tbhost: shared.tbhost,
+		Files: files, Timeout: 40 * time.Minute}, replaceBoot2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("boot 2: %v, log %s", r2.Duration.Round(time.Second), r2.LogPath)
+	requireSteps(t, res2, map[string]int{"case-c": 0})
+	cc := res2["case-c"]
+	o2 := func(name string) string { return strings.TrimSpace(string(cc.Outputs[name])) }
+	t.Logf("case c at boot: lvm status exit %s:\n%s\nmonitor check exit %s:\n%s", o2("status-boot.rc"), o2("status-boot.txt"), o2("monitor-boot.rc"), o2("monitor-boot.txt"))
+	if !strings.Contains(o2("status-boot.txt"), "tbhost lvm replace") {
+		t.Errorf("lvm status at boot does not advise tbhost lvm replace:\n%s", o2("status-boot.txt"))
+	}
+	t.Logf("case c dry run:\n%s", o2("dry-run-c.txt"))
+	if o := o2("dry-run-c.txt"); !strings.Contains(o, "case c-missing-at-boot") || !strings.Contains(o, "--raidintegrity n") {
+		t.Errorf("case c dry run:\n%s", o)
+	}
+	if rc := o2("early-sums.rc"); rc != "0" {
+		t.Errorf("case c: tables not readable during the rebuild (sha256 -c exit %s):\n%s", rc, o2("early-sums.txt"))
+	}
+	before := o2("sync-after-read.txt")
+	if strings.HasPrefix(before, "100.00") {
+		t.Errorf("case c: the rebuild had finished before the read ended (sync %s): not proven readable during the rebuild", before)
+	}
+	t.Logf("case c: every file read back while the rebuild ran (sync before/after the read: %s / %s)", o2("sync-before-read.txt"), before)
+	checkKilledInWait(t, "case c", cc, "wait-integrity")
+	t.Logf("case c: status during the integrity re-initialisation (exit %s):\n%s\nintegrity status (exit %s):\n%s", o2("status-reinit.rc"), o2("status-reinit.txt"), o2("integrity-reinit.rc"), o2("integrity-reinit.txt"))
+	if rc := o2("replace2.rc"); rc != "0" {
+		t.Errorf("case c rerun after SIGKILL: exit %s:\n%s", rc, o2("replace2.txt"))
+	}
+	if all := o2("replace1.txt") + o2("replace2.txt"); !strings.Contains(all, "offline for") {
+		t.Errorf("case c: no offline time printed:\n%s", all)
+	}
+	checkReplaced(t, "case c", cc, o2("new.dev"))
+	if rc := o2("monitor-after.rc"); rc != "0" {
+		t.Errorf("case c: monitor check under load after the replace: exit %s:\n%s", rc, o2("monitor-after.txt"))
+	}
+	if rc := o2("integrity-after.rc"); rc != "0" {
+		t.Errorf("case c: integrity status after: exit %s:\n%s", rc, o2("integrity-after.txt"))
+	}
+	t.Logf("case c runs:\n%s\n---\n%s", o2("replace1.txt"), o2("replace2.txt"))
+}
+
+// checkKilledInWait: tbhost was killed with SIGKILL while the state file
+// said the wait step had started and had not finished.
+func checkKilledInWait(t *testing.T, what string, r StepResult, kind string) {
+	t.Helper()
+	if strings.TrimSpace(string(r.Outputs["killed"])) != "killed" {
+		t.Errorf("%s: replace was not running any more at the kill", what)
+		return
+	}
+	var st lvm.ReplaceState
+	if err := json.Unmarshal(r.Outputs["state-at-kill.json"], &st); err != nil {
+		t.Errorf("%s: state at the kill: %v", what, err)
+		return
+	}
+	for _, s := range st.Steps {
+		if s.Kind == kind {
+			if s.Status != lvm.ReplaceStarted {
+				t.Errorf("%s: at the kill %s was %q, want started (killed during it)", what, kind, s.Status)
+			}
+			t.Logf("%s: killed (SIGKILL) during %s; lvs then: %s", what, kind, strings.TrimSpace(string(r.Outputs["sync-at-kill.txt"])))
+			return
+		}
+	}
+	t.Errorf("%s: no %s step in the state", what, kind)
+}
+
+// checkReplaced: bytes, tables, status --plan, one image on the new disk,
+// integrity on all six.
+func checkReplaced(t *testing.T, what string, r StepResult, newDev string) {
+	t.Helper()
+	o := func(n string) string { return strings.TrimSpace(string(r.Outputs[n])) }
+	if rc := o("replace.rc"); rc != "" && rc != "0" {
+		t.Errorf("%s: replace exit %s:\n%s", what, rc, o("replace.txt"))
+	}
+	if rc := o("sums.rc"); rc != "0" {
+		t.Errorf("%s: sha256 -c of the pattern and the tables: exit %s:\n%s", what, rc, o("sums-check.txt"))
+	}
+	if rc := o("verify.rc"); rc != "0" {
+		t.Errorf("%s: integrity verify-tables exit %s:\n%s", what, rc, o("verify.txt"))
+	}
+	if rc := o("status.rc"); rc != "0" {
+		t.Errorf("%s: lvm status --plan UPDATED exit %s:\n%s\n%s", what, rc, o("status.txt"), o("status.err"))
+	}
+	var st lvm.StatusReport
+	if err := json.Unmarshal(r.Outputs["status.json"], &st); err != nil || len(st.Arrays) != 1 {
+		t.Errorf("%s: status JSON: %v %s", what, err, o("status.json"))
+		return
+	}
+	a := st.Arrays[0]
+	onNew := 0
+	for _, im := range a.Images {
+		if im.SegType != "integrity" {
+			t.Errorf("%s: %s is %s, want integrity", what, im.Name, im.SegType)
+		}
+		for _, d := range im.Devices {
+			if strings.HasPrefix(d, newDev+" ") || d == newDev {
+				onNew++
+			}
+		}
+	}
+	if len(a.Images) != 6 || onNew != 1 {
+		t.Errorf("%s: %d images, %d on the new disk %s; want 6 and 1:\n%s", what, len(a.Images), onNew, newDev, o("lvs.txt"))
+	}
+	t.Logf("%s: verified; lvs -a after:\n%s", what, o("lvs.txt"))
+}
