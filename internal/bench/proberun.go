@@ -135,7 +135,7 @@ func runProbeConfig(ctx context.Context, o ProbeOptions, c ProbeConfig) (Run, er
 				msString(s.Latency), "", strconv.FormatBool(s.Outcome.Failed()), strconv.FormatBool(s.Warmup))
 		}
 	}
-	res, err := Drive(ctx, o.Load, func(ctx context.Context, client int, _ int64) Outcome {
+	res, err := Drive(ctx, probeLoad(o.Load), func(ctx context.Context, client int, _ int64) Outcome {
 		return p.request(ctx, rngs[client])
 	}, observe)
 	if err != nil {
