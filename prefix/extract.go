@@ -52,6 +52,10 @@ type ExtractOptions struct {
 	// Statfs (f_bavail, root's reserve not counted: see Writable).
 	FreeSpace func(dir string) (int64, error)
 	Progress  Progress // nil: silent
+	// PhysicalFrom, when set, is the reading (ReadPhysical) that the
+	// report's PhysicalBytesRead counts from: take it before the header
+	// parse to include the parse's reads. Nil counts from Extract's start.
+	PhysicalFrom *PhysicalReads
 }
 
 func (o ExtractOptions) uptoFor(name string) Upto {
@@ -70,17 +74,21 @@ type Failure struct {
 
 // ExtractReport is what an extraction did.
 type ExtractReport struct {
-	Store        string    `json:"store"`
-	Upto         string    `json:"upto"`
-	Tables       int       `json:"tables"`  // tables found
-	Written      int       `json:"written"` // prefixes written this run
-	Skipped      int       `json:"skipped"` // already valid (resumed runs)
-	Failed       []Failure `json:"failed"`
-	BytesRead    int64     `json:"bytes_read"`    // from the tables
-	BytesWritten int64     `json:"bytes_written"` // prefix bytes into the store
-	NeededBytes  int64     `json:"needed_bytes"`  // on-disk space the run needed
-	FreeBytes    int64     `json:"free_bytes"`    // before the run
-	Seconds      float64   `json:"seconds"`
+	Store     string    `json:"store"`
+	Upto      string    `json:"upto"`
+	Tables    int       `json:"tables"`  // tables found
+	Written   int       `json:"written"` // prefixes written this run
+	Skipped   int       `json:"skipped"` // already valid (resumed runs)
+	Failed    []Failure `json:"failed"`
+	BytesRead int64     `json:"bytes_read"` // from the tables (read() calls)
+	// PhysicalBytesRead is what the disks delivered to this process during
+	// the run (/proc/self/io read_bytes: readahead included, page-cache
+	// hits not); -1 where the kernel does not count it.
+	PhysicalBytesRead int64   `json:"physical_bytes_read"`
+	BytesWritten      int64   `json:"bytes_written"` // prefix bytes into the store
+	NeededBytes       int64   `json:"needed_bytes"`  // on-disk space the run needed
+	FreeBytes         int64   `json:"free_bytes"`    // before the run
+	Seconds           float64 `json:"seconds"`
 }
 
 // Statfs returns the bytes tbhost lets a prefix store use on dir's file
@@ -171,7 +179,12 @@ func clampJobs(n int) int { return min(max(n, 1), MaxJobs) }
 // opt.Jobs is clamped to 1..MaxJobs.
 func Extract(ctx context.Context, parsed []Parsed, opt ExtractOptions) (*ExtractReport, error) {
 	start := time.Now()
-	rep := &ExtractReport{Store: opt.Store, Upto: opt.Upto.String(), Tables: len(parsed), Failed: []Failure{}}
+	phys := ReadPhysical()
+	if opt.PhysicalFrom != nil {
+		phys = *opt.PhysicalFrom
+	}
+	rep := &ExtractReport{Store: opt.Store, Upto: opt.Upto.String(), Tables: len(parsed), Failed: []Failure{}, PhysicalBytesRead: -1}
+	defer func() { rep.PhysicalBytesRead = phys.Since() }()
 	if len(opt.UptoByName) > 0 {
 		rep.Upto = "per plan"
 	}
@@ -295,32 +308,45 @@ type extractResult struct {
 
 // extractAll copies the prefixes with opt.Jobs (clamped) in parallel and
 // sends each outcome on the returned channel, closed when all are done. A
-// cancelled context stops the dispatch of further tables.
+// cancelled context stops the dispatch of further tables. Each copy hands
+// its prefix to a finisher (fsync, check, rename; also opt.Jobs at most at
+// once) and goes on with the next table, so the disk writes of one prefix
+// overlap the copy of the next, as `cp` followed by `sync` would.
 func extractAll(ctx context.Context, todo []Parsed, opt ExtractOptions, prog Progress) <-chan extractResult {
 	results := make(chan extractResult)
 	go func() {
 		defer close(results)
-		var g errgroup.Group
-		g.SetLimit(clampJobs(opt.Jobs))
+		var copies, finishers errgroup.Group
+		copies.SetLimit(clampJobs(opt.Jobs))
+		finishers.SetLimit(clampJobs(opt.Jobs))
 		for _, p := range todo {
 			if ctx.Err() != nil {
 				break
 			}
-			g.Go(func() error {
+			copies.Go(func() error {
 				bufs := chunkPool.Get().(*chunks)
-				e, n, err := extractOne(ctx, p, opt.Store, opt.uptoFor(p.Name), bufs, prog)
+				c, n, err := copyPrefix(ctx, p, opt.Store, opt.uptoFor(p.Name), bufs, prog)
 				chunkPool.Put(bufs)
-				results <- extractResult{p: p, entry: e, read: n, err: err}
-				if opt.Pause > 0 {
-					select {
-					case <-ctx.Done():
-					case <-time.After(opt.Pause):
-					}
+				if err != nil {
+					results <- extractResult{p: p, read: n, err: err}
+					return nil // a table's failure is reported, not fatal to the run
 				}
-				return nil // a table's failure is reported, not fatal to the run
+				finishers.Go(func() error {
+					e, n, err := c.finish()
+					results <- extractResult{p: p, entry: e, read: n, err: err}
+					if opt.Pause > 0 {
+						select {
+						case <-ctx.Done():
+						case <-time.After(opt.Pause):
+						}
+					}
+					return nil
+				})
+				return nil
 			})
 		}
-		g.Wait()
+		copies.Wait()
+		finishers.Wait()
 	}()
 	return results
 }
@@ -441,73 +467,101 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// extractOne copies one prefix into the store through a temporary file,
-// checking it against the header as it streams. It returns the bytes read.
-func extractOne(ctx context.Context, p Parsed, store string, upto Upto, bufs *chunks, prog Progress) (ManifestEntry, int64, error) {
+// copied is a prefix streamed into its temporary file and checked, not yet
+// durable: finish makes it so and renames it into place.
+type copied struct {
+	p          Parsed
+	upto       Upto
+	src, out   *os.File
+	tmp, final string
+	before     os.FileInfo
+	n          int64
+	sum        []byte
+}
+
+// copyPrefix copies one prefix into the store's temporary file, checking it
+// against the header as it streams. On error nothing is left behind; it
+// returns the bytes read either way.
+func copyPrefix(ctx context.Context, p Parsed, store string, upto Upto, bufs *chunks, prog Progress) (*copied, int64, error) {
 	l := p.Layout
 	plen := l.PrefixLen(upto)
 	final := PrefixPath(store, p.Name)
 	if err := checkReplaceable(final); err != nil {
-		return ManifestEntry{}, 0, err
+		return nil, 0, err
 	}
 	src, err := os.Open(p.Path)
 	if err != nil {
-		return ManifestEntry{}, 0, fmt.Errorf("open table: %w", err)
+		return nil, 0, fmt.Errorf("open table: %w", err)
 	}
-	defer src.Close()
+	adviseRandom(src) // read the prefix range, nothing past it
 	before, err := src.Stat()
 	if err != nil {
-		return ManifestEntry{}, 0, fmt.Errorf("stat table: %w", err)
+		src.Close()
+		return nil, 0, fmt.Errorf("stat table: %w", err)
 	}
 	if before.Size() != l.Size {
-		return ManifestEntry{}, 0, fmt.Errorf("table changed since its header was read (size %d, now %d)", l.Size, before.Size())
+		src.Close()
+		return nil, 0, fmt.Errorf("table changed since its header was read (size %d, now %d)", l.Size, before.Size())
 	}
 	tmp := filepath.Join(store, tmpName(p.Name))
 	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return ManifestEntry{}, 0, fmt.Errorf("create %s: %w", tmp, err)
+		src.Close()
+		return nil, 0, fmt.Errorf("create %s: %w", tmp, err)
 	}
-	fail := func(err error) (ManifestEntry, int64, error) {
+	fail := func(n int64, err error) (*copied, int64, error) {
+		src.Close()
 		out.Close()
 		os.Remove(tmp)
-		return ManifestEntry{}, 0, err
+		return nil, n, err
 	}
 	h := sha256.New()
 	check := l.NewChecker()
 	cw := &countWriter{prog: prog}
-	n, err := copyAndDigest(ctx, out, io.NewSectionReader(src, 0, plen), io.MultiWriter(h, check, cw), bufs)
+	n, err := copyAndDigest(ctx, out, newRangeReader(src, plen), io.MultiWriter(h, check, cw), bufs)
 	if err != nil {
-		return fail(fmt.Errorf("copy prefix of %s: %w", p.Path, err))
+		return fail(n, fmt.Errorf("copy prefix of %s: %w", p.Path, err))
 	}
 	if n != plen {
-		return fail(fmt.Errorf("%w: read %d of %d prefix bytes", ErrTruncated, n, plen))
+		return fail(n, fmt.Errorf("%w: read %d of %d prefix bytes", ErrTruncated, n, plen))
 	}
 	if err := check.Close(); err != nil {
-		return fail(err)
+		return fail(n, err)
 	}
-	if err := out.Sync(); err != nil {
-		return fail(fmt.Errorf("fsync %s: %w", tmp, err))
+	return &copied{p: p, upto: upto, src: src, out: out, tmp: tmp, final: final, before: before, n: n, sum: h.Sum(nil)}, n, nil
+}
+
+// finish fsyncs the temporary file, checks the table did not change while
+// it was copied, and renames the prefix into place. It runs apart from the
+// copy (see extractAll), so one prefix's fsync overlaps the next copy.
+func (c *copied) finish() (ManifestEntry, int64, error) {
+	defer c.src.Close()
+	n := c.n
+	if err := c.out.Sync(); err != nil {
+		c.out.Close()
+		os.Remove(c.tmp)
+		return ManifestEntry{}, n, fmt.Errorf("fsync %s: %w", c.tmp, err)
 	}
-	if err := out.Close(); err != nil {
-		os.Remove(tmp)
-		return ManifestEntry{}, n, fmt.Errorf("close %s: %w", tmp, err)
+	if err := c.out.Close(); err != nil {
+		os.Remove(c.tmp)
+		return ManifestEntry{}, n, fmt.Errorf("close %s: %w", c.tmp, err)
 	}
-	after, err := src.Stat()
-	if err != nil || after.Size() != before.Size() || !after.ModTime().Equal(before.ModTime()) {
-		os.Remove(tmp)
+	after, err := c.src.Stat()
+	if err != nil || after.Size() != c.before.Size() || !after.ModTime().Equal(c.before.ModTime()) {
+		os.Remove(c.tmp)
 		return ManifestEntry{}, n, fmt.Errorf("table changed while its prefix was copied; rerun extract")
 	}
-	if err := os.Rename(tmp, final); err != nil {
-		os.Remove(tmp)
-		return ManifestEntry{}, n, fmt.Errorf("rename into %s: %w", final, err)
+	if err := os.Rename(c.tmp, c.final); err != nil {
+		os.Remove(c.tmp)
+		return ManifestEntry{}, n, fmt.Errorf("rename into %s: %w", c.final, err)
 	}
-	abs, err := filepath.Abs(p.Path)
+	abs, err := filepath.Abs(c.p.Path)
 	if err != nil {
-		return ManifestEntry{}, n, fmt.Errorf("absolute path of %s: %w", p.Path, err)
+		return ManifestEntry{}, n, fmt.Errorf("absolute path of %s: %w", c.p.Path, err)
 	}
 	return ManifestEntry{
-		Name: p.Name, Source: abs, Size: before.Size(), MtimeNS: mtimeNS(before),
-		Upto: upto.String(), Prefix: plen, SHA256: hex.EncodeToString(h.Sum(nil)),
+		Name: c.p.Name, Source: abs, Size: c.before.Size(), MtimeNS: mtimeNS(c.before),
+		Upto: c.upto.String(), Prefix: n, SHA256: hex.EncodeToString(c.sum),
 		Extracted: time.Now().UTC().Format(time.RFC3339),
 	}, n, nil
 }

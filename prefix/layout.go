@@ -187,7 +187,8 @@ func CheckMaterial(name string, r io.ReaderAt, size int64) error {
 }
 
 // openTable opens a table for reading after checking it is a regular file
-// (opening a FIFO would block), and returns its size.
+// (opening a FIFO would block), and returns its size. The file is advised
+// random: reads of it fetch only the pages they touch.
 func openTable(path string) (*os.File, int64, error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -204,6 +205,9 @@ func openTable(path string) (*os.File, int64, error) {
 		f.Close()
 		return nil, 0, &FileError{Path: path, Err: fmt.Errorf("%w: %w: replaced while being opened (%v)", ErrSize, ErrNotRegular, err)}
 	}
+	// The parse reads a few KiB; readahead would read up to read_ahead_kb
+	// more, most of it past the prefix (see readio.go).
+	adviseRandom(f)
 	return f, st.Size(), nil
 }
 

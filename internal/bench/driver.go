@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -28,6 +29,10 @@ type Load struct {
 	// Progress, when set, is called about once a second from a separate
 	// goroutine with the number of finished requests (for progress bars).
 	Progress func(done, total int64)
+	// OSThreads runs each client on its own OS thread (see osThreads): for
+	// blocking disk reads. Network clients (replay) leave it off: they
+	// block in the netpoller, not in the kernel.
+	OSThreads bool
 }
 
 // Validate checks the load for nonsense values and names the flag at fault.
@@ -150,6 +155,9 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 	if load.Rate > 0 {
 		interval = time.Duration(float64(time.Second) / load.Rate)
 	}
+	if load.OSThreads {
+		defer osThreads(load.Clients)()
+	}
 	stats := make([]*clientStats, load.Clients)
 	// Every client runs at once (that is the load), so the group has no
 	// limit; Load.Validate bounds the clients.
@@ -159,6 +167,10 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 		stats[c] = st
 		client := c
 		g.Go(func() error {
+			if load.OSThreads {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+			}
 			for ctx.Err() == nil {
 				seq := next.Add(1) - 1
 				if seq >= load.Requests {
@@ -252,4 +264,26 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 		res.StoppedEarly = fmt.Errorf("stopped after %d of %d requests: %w", res.Issued, load.Requests, context.Cause(ctx))
 	}
 	return res, nil
+}
+
+// probeLoad is l as the probe harness runs it: one OS thread per client.
+func probeLoad(l Load) Load {
+	l.OSThreads = true
+	return l
+}
+
+// osThreads wires each client to its own OS thread and, for the run, lets
+// as many threads run Go code as there are clients (GOMAXPROCS raised to
+// clients+1, restored afterwards), so that a client whose read returns
+// runs again as soon as the kernel schedules its thread, as fio's threads
+// do, instead of queueing for one of GOMAXPROCS processors behind clients
+// that are busy: that queue was the harness's own tail (issue 16).
+// It returns the function that restores GOMAXPROCS.
+func osThreads(clients int) (restore func()) {
+	prev := runtime.GOMAXPROCS(0)
+	if want := clients + 1; want > prev {
+		runtime.GOMAXPROCS(want)
+		return func() { runtime.GOMAXPROCS(prev) }
+	}
+	return func() {}
 }

@@ -3,9 +3,13 @@ package bench
 import (
 	"context"
 	"errors"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestLoadValidateNamesTheFlag(t *testing.T) {
@@ -134,5 +138,49 @@ func TestSummarizeAndFormat(t *testing.T) {
 		if got := formatMs(ms); got != want {
 			t.Errorf("formatMs(%g) = %q, want %q", ms, got, want)
 		}
+	}
+}
+
+// Issue 16: the probe harness's clients are OS threads (each on its own,
+// all able to run at once), so a client whose read returns is not queued
+// behind the others for one of GOMAXPROCS processors; GOMAXPROCS is
+// restored after the run.
+func TestProbeClientsAreOSThreads(t *testing.T) {
+	const clients = 12
+	before := runtime.GOMAXPROCS(0)
+	var mu sync.Mutex
+	tids := map[int]map[int]bool{} // client -> OS threads it ran on
+	procs := 0
+	_, err := Drive(context.Background(), probeLoad(Load{Clients: clients, Requests: 600}), func(_ context.Context, c int, _ int64) Outcome {
+		time.Sleep(100 * time.Microsecond) // a blocking read
+		mu.Lock()
+		defer mu.Unlock()
+		if tids[c] == nil {
+			tids[c] = map[int]bool{}
+		}
+		tids[c][unix.Gettid()] = true
+		procs = max(procs, runtime.GOMAXPROCS(0))
+		return Outcome{Reads: 1}
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := map[int]int{}
+	for c, ts := range tids {
+		if len(ts) != 1 {
+			t.Errorf("client %d ran on %d OS threads, want its own one", c, len(ts))
+		}
+		for tid := range ts {
+			if o, dup := owner[tid]; dup {
+				t.Errorf("clients %d and %d share OS thread %d", o, c, tid)
+			}
+			owner[tid] = c
+		}
+	}
+	if procs < clients {
+		t.Errorf("GOMAXPROCS %d during the run: fewer than the %d clients can run at once", procs, clients)
+	}
+	if after := runtime.GOMAXPROCS(0); after != before {
+		t.Errorf("GOMAXPROCS %d after the run, was %d", after, before)
 	}
 }

@@ -139,7 +139,7 @@ func runProbeConfig(ctx context.Context, o ProbeOptions, c ProbeConfig) (Run, er
 		}
 	}
 	before, _ := o.Disks.Sample(ctx) // a failed sample: no per-disk table, not a failed run
-	res, err := Drive(ctx, o.Load, func(ctx context.Context, client int, _ int64) Outcome {
+	res, err := Drive(ctx, probeLoad(o.Load), func(ctx context.Context, client int, _ int64) Outcome {
 		return p.request(ctx, rngs[client])
 	}, observe)
 	if err != nil {

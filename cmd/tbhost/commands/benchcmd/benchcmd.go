@@ -150,6 +150,7 @@ func finish(c *cli.Context, g *cliutil.Globals, rep *bench.Report, sinks ...*ben
 			rep.Files = append(rep.Files, s.Path)
 		}
 	}
+	rep.OffsetMs = float64(c.Duration("offset")) / 1e6 // in effect with or without --out
 	if dir := c.String("out"); dir != "" {
 		if err := rep.WriteFiles(dir, c.Duration("offset")); err != nil {
 			errs = append(errs, err)
@@ -244,11 +245,12 @@ func probeCommand() *cli.Command {
    --matrix runs the reference experiment's grid in one go: pread/mmap x normal/random advice
    x sequential/--parallel (default 4) x without/with the store (a temporary store is
    extracted when --store is not given). Before each configuration --cache decides the page
-   cache: drop (echo 3 > /proc/sys/vm/drop_caches, needs root; falls back to evict and says
-   so), evict (POSIX_FADV_DONTNEED on the files under test only), keep (warm).
+   cache: evict (the default: POSIX_FADV_DONTNEED on the files under test only, safe on a
+   live server), drop (echo 3 > /proc/sys/vm/drop_caches: the whole host's page cache,
+   needs root; falls back to evict and says so), keep (warm).
 
    Defaults are short (1000 requests, first 100 as warm-up, 12 clients): raise --requests on
-   a real host. On a live server, prefer --cache evict: drop empties the whole page cache.
+   a real host. --cache drop empties the whole host's page cache: not on a live server.
 
    Columns: requests (measured), failed, mean, p50 ... max (latency of one whole request),
    req/s, reads/probe, slow/probe. --json prints the same as summary.json.`,
@@ -258,7 +260,7 @@ func probeCommand() *cli.Command {
 			&cli.BoolFlag{Name: "matrix", Usage: "run the whole grid (pread/mmap x normal/random x sequential/parallel x without/with store); --io/--advise are ignored"},
 			&cli.Int64Flag{Name: "requests", Value: 1000, Usage: "requests per configuration, warm-up included (`N`)"},
 			&cli.Int64Flag{Name: "warmup", Value: 100, Usage: "first `N` requests of each configuration are not measured"},
-			&cli.StringFlag{Name: "cache", Value: "drop", Usage: "page cache before each configuration: drop, evict or keep"},
+			&cli.StringFlag{Name: "cache", Value: "evict", Usage: "page cache before each configuration: evict (the files under test), drop (the whole host's, root) or keep"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed for positions (same seed, same reads)"},
 			&cli.StringFlag{Name: "weight", Value: "positions", Usage: "spread probes by positions (a random position of the set) or bytes (evenly over the compressed data)"},
 			&cli.StringFlag{Name: "weight-log", Usage: "request mix: weight each material by its share of the requests in `FILE` (FENs or /standard?fen= paths, as bench replay takes)"},

@@ -376,6 +376,7 @@ func extractCommand() *cli.Command {
 			}
 			ctx, cancel := cliutil.SignalContext(c)
 			defer cancel()
+			physFrom := prefix.ReadPhysical() // the disk reads of the header parse count too
 			ps, err := parseTables(ctx, g, c.StringSlice("tables"), n)
 			if err != nil {
 				return err
@@ -408,7 +409,7 @@ func extractCommand() *cli.Command {
 			}
 			rep, err := prefix.Extract(ctx, ps, prefix.ExtractOptions{
 				Store: c.String("store"), Upto: upto, UptoByName: byName, Jobs: n, Force: c.Bool("force"),
-				Pause: c.Duration("pause-each"), Progress: prog,
+				Pause: c.Duration("pause-each"), Progress: prog, PhysicalFrom: &physFrom,
 			})
 			if err != nil {
 				if errors.Is(err, prefix.ErrNoSpace) || errors.Is(err, prefix.ErrBusy) {
@@ -437,10 +438,24 @@ func printExtract(w io.Writer, r *prefix.ExtractReport) error {
 	}
 	rate := float64(r.BytesWritten) / max(r.Seconds, 1e-9)
 	_, err := fmt.Fprintf(w, "extract into %s (--upto %s): %d tables, %d written, %d already valid, %d failed\n"+
-		"wrote %s (%s bytes) in %.1fs, %s/s; read/written %s\n",
+		"wrote %s (%s bytes) in %.1fs, %s/s; read/written %s; %s\n",
 		r.Store, r.Upto, r.Tables, r.Written, r.Skipped, len(r.Failed),
-		sizes.Format(r.BytesWritten), commas(r.BytesWritten), r.Seconds, sizes.Format(int64(rate)), ratio)
+		sizes.Format(r.BytesWritten), commas(r.BytesWritten), r.Seconds, sizes.Format(int64(rate)), ratio,
+		physicalNote(r.PhysicalBytesRead, r.BytesWritten, "written"))
 	return err
+}
+
+// physicalNote is the disk-read figure beside the logical ones: what the
+// disks delivered (readahead included, page-cache hits not), and its ratio
+// to the bytes the run needed.
+func physicalNote(physical, need int64, what string) string {
+	switch {
+	case physical < 0:
+		return "disk reads not counted by this kernel (no read_bytes in /proc/self/io)"
+	case need <= 0:
+		return "disk reads " + sizes.Format(physical)
+	}
+	return fmt.Sprintf("disk reads %s (%s bytes, %.3fx %s)", sizes.Format(physical), commas(physical), float64(physical)/float64(need), what)
 }
 
 // ---- verify ----
@@ -502,8 +517,9 @@ func verifyCommand() *cli.Command {
 				if rep.Full {
 					mode = "full (tables reread)"
 				}
-				_, err := fmt.Fprintf(w, "verify %s, %s: %d tables, %d ok, %d findings; read %s\n",
-					rep.Store, mode, rep.Tables, rep.OK, len(rep.Findings), sizes.Format(rep.BytesRead))
+				_, err := fmt.Fprintf(w, "verify %s, %s: %d tables, %d ok, %d findings; read %s; %s\n",
+					rep.Store, mode, rep.Tables, rep.OK, len(rep.Findings), sizes.Format(rep.BytesRead),
+					physicalNote(rep.PhysicalBytesRead, rep.BytesRead, "read"))
 				return err
 			}); err != nil {
 				return err

@@ -1,0 +1,193 @@
+package bench
+
+// Fidelity of the probe harness against fio (issue 16): the same file, the
+// same pattern (4 KiB random reads, POSIX_FADV_RANDOM / MADV_RANDOM as fio's
+// default fadvise_hint gives), the same concurrency (12 clients: 12 fio
+// threads), warm and cold, pread (fio psync) and mmap (fio mmap). The ratio
+// of each percentile is taken over 5 alternating pairs and the median
+// printed. Run: go test -run '^$' -bench 'RatioProbe' -benchtime 1x ./internal/bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"testing"
+
+	"github.com/tbhost/tbhost/internal/execx"
+)
+
+const (
+	fidelityClients = 12
+	fidelityFile    = 256 << 20 // 65536 pages: a cold run of a few thousand reads stays cold
+)
+
+// pcts are the percentiles compared: p50, p99, p99.9 (ms).
+type pcts [3]float64
+
+var pctNames = [3]string{"p50", "p99", "p99.9"}
+
+// fioRandRead runs fio: clients threads, each n/clients 4 KiB random reads
+// of file with engine (psync or mmap); cold invalidates the file's cache.
+func fioRandRead(tb testing.TB, file, engine string, n int, cold bool) pcts {
+	inv := "0"
+	if cold {
+		inv = "1"
+	}
+	res, err := execx.Exec{}.Run(context.Background(), "fio", "--name=tbhost-fidelity", "--filename="+file,
+		"--rw=randread", "--bs=4k", "--ioengine="+engine, "--thread", fmt.Sprintf("--numjobs=%d", fidelityClients),
+		"--group_reporting", fmt.Sprintf("--size=%d", fidelityFile), fmt.Sprintf("--number_ios=%d", n/fidelityClients),
+		"--invalidate="+inv, "--norandommap", "--lat_percentiles=1", "--clat_percentiles=0",
+		"--percentile_list=50:99:99.9", "--output-format=json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out struct {
+		Jobs []struct {
+			Read struct {
+				Lat struct {
+					Percentile map[string]float64 `json:"percentile"`
+				} `json:"lat_ns"`
+			} `json:"read"`
+		} `json:"jobs"`
+	}
+	if err := json.Unmarshal(res.Stdout, &out); err != nil || len(out.Jobs) == 0 {
+		tb.Fatalf("cannot read fio's JSON: %v\n%s", err, res.Stdout)
+	}
+	p := out.Jobs[0].Read.Lat.Percentile
+	return pcts{p["50.000000"] / 1e6, p["99.000000"] / 1e6, p["99.900000"] / 1e6}
+}
+
+// harnessRandRead is the same work through the probe harness: Drive with
+// the probe's load settings (one OS thread per client), the probe's file
+// readers (openFile), one 4 KiB read per request.
+func harnessRandRead(tb testing.TB, file string, how IO, n int, cold bool) pcts {
+	if cold {
+		if err := evict(file); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	// One reader per client, as each fio thread has its own descriptor or
+	// mapping (fio's mmap engine maps the file per job).
+	rs := make([]io.ReaderAt, fidelityClients)
+	rngs := make([]*mrand.Rand, fidelityClients)
+	bufs := make([][]byte, fidelityClients)
+	for i := range rngs {
+		r, cl, err := openFile(file, how, AdviseRandom)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer cl.Close()
+		rs[i] = r
+		rngs[i] = mrand.New(mrand.NewPCG(uint64(n), uint64(i)))
+		bufs[i] = make([]byte, 4096)
+	}
+	pages := int64(fidelityFile / 4096)
+	res, err := Drive(context.Background(), probeLoad(Load{Clients: fidelityClients, Requests: int64(n)}), func(_ context.Context, c int, _ int64) Outcome {
+		if _, err := rs[c].ReadAt(bufs[c], rngs[c].Int64N(pages)*4096); err != nil {
+			return Outcome{Err: err}
+		}
+		return Outcome{Reads: 1}
+	}, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if res.Failures > 0 {
+		tb.Fatalf("%d reads failed: %s", res.Failures, res.FirstError)
+	}
+	s := summarize(res.OK)
+	return pcts{s.P50, s.P99, s.P999}
+}
+
+// medianRatios runs 5 alternating pairs (harness first, then fio first)
+// and returns the median of each percentile's ratio, and the last pair.
+func medianRatios(pairs int, a, b func() pcts) (ratio, lastA, lastB pcts) {
+	var rs [3][]float64
+	for i := 0; i < pairs; i++ {
+		var x, y pcts
+		if i%2 == 0 {
+			x, y = a(), b()
+		} else {
+			y, x = b(), a()
+		}
+		for k := range rs {
+			rs[k] = append(rs[k], x[k]/y[k])
+		}
+		lastA, lastB = x, y
+	}
+	for k := range rs {
+		ratio[k] = median(rs[k])
+	}
+	return ratio, lastA, lastB
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func fidelityFixture(tb testing.TB) string {
+	if _, err := exec.LookPath("fio"); err != nil {
+		tb.Skip("fio not installed (Debian package fio; make deps installs it); skipping the comparison")
+	}
+	file := filepath.Join(tb.TempDir(), "fidelity.bin")
+	f, err := os.Create(file)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	buf := make([]byte, 1<<20)
+	for i := 0; i < fidelityFile/len(buf); i++ {
+		rand.Read(buf)
+		if _, err := f.Write(buf); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return file
+}
+
+// BenchmarkRatioProbeVsFio prints, for pread and mmap, warm and cold, the
+// median over 5 alternating pairs of harness/fio at p50, p99, p99.9.
+// Goal: each within 0.9-1.1.
+func BenchmarkRatioProbeVsFio(b *testing.B) {
+	file := fidelityFixture(b)
+	for _, how := range []IO{IOPread, IOMmap} {
+		engine := map[IO]string{IOPread: "psync", IOMmap: "mmap"}[how]
+		for _, cold := range []bool{false, true} {
+			name, n := "warm", 240000
+			if cold {
+				name, n = "cold", 24000
+			}
+			b.Run(string(how)+"-"+name, func(b *testing.B) {
+				if !cold {
+					harnessRandRead(b, file, how, n, false) // fill the cache
+				}
+				ratio, h, f := medianRatios(5, func() pcts { return harnessRandRead(b, file, how, n, cold) },
+					func() pcts { return fioRandRead(b, file, engine, n, cold) })
+				for k, q := range pctNames {
+					b.ReportMetric(ratio[k], q+"-ratio")
+				}
+				b.Logf("RATIO probe/fio %s %s (%d clients, %d 4KiB random reads): p50 %.2f p99 %.2f p99.9 %.2f (median of 5 pairs; last pair harness %s, fio %s; goal 0.9-1.1)",
+					how, name, fidelityClients, n, ratio[0], ratio[1], ratio[2], fmtPcts(h), fmtPcts(f))
+			})
+		}
+	}
+}
+
+func fmtPcts(p pcts) string {
+	return strconv.FormatFloat(p[0]*1000, 'f', 1, 64) + "/" + strconv.FormatFloat(p[1]*1000, 'f', 1, 64) + "/" +
+		strconv.FormatFloat(p[2]*1000, 'f', 1, 64) + " us"
+}

@@ -1,0 +1,78 @@
+package prefix
+
+import (
+	"bytes"
+	"io"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestParseReadBytes(t *testing.T) {
+	good := "rchar: 6976\nwchar: 0\nsyscr: 10\nsyscw: 0\nread_bytes: 4096\nwrite_bytes: 0\ncancelled_write_bytes: 0\n"
+	if n, err := parseReadBytes([]byte(good)); err != nil || n != 4096 {
+		t.Fatalf("parseReadBytes = %d, %v; want 4096", n, err)
+	}
+	for _, bad := range []string{"", "rchar: 1\n", "read_bytes: -5\n", "read_bytes: 12x\n", "read_bytes: 99999999999999999999\n"} {
+		if n, err := parseReadBytes([]byte(bad)); err == nil {
+			t.Errorf("parseReadBytes(%q) = %d, want an error", bad, n)
+		}
+	}
+	if r := (PhysicalReads{Bytes: 1 << 62, OK: true}); ReadPhysical().OK && r.Since() != -1 {
+		t.Errorf("a counter that went backwards gave %d, want -1 (unknown)", r.Since())
+	}
+	if (PhysicalReads{}).Since() != -1 {
+		t.Error("an unavailable reading must give -1")
+	}
+}
+
+func FuzzParseReadBytes(f *testing.F) {
+	f.Add([]byte("rchar: 6976\nread_bytes: 4096\nwrite_bytes: 0\n"))
+	f.Add([]byte("read_bytes:\n"))
+	f.Add([]byte("read_bytes: 1\nread_bytes: 2\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		n, err := parseReadBytes(b)
+		if err != nil {
+			return
+		}
+		if n < 0 {
+			t.Fatalf("negative byte count %d accepted", n)
+		}
+		// The value returned is the first read_bytes line's, as written.
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && k == "read_bytes" {
+				if want, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64); want != n {
+					t.Fatalf("parsed %d, the line says %q", n, v)
+				}
+				return
+			}
+		}
+	})
+}
+
+// The prefix reader returns exactly [0, n) of the file whatever the read
+// sizes, and reports EOF at n although the file goes on.
+func TestRangeReaderStopsAtTheRange(t *testing.T) {
+	data := make([]byte, 3*digestChunk+777)
+	rand.New(rand.NewSource(1)).Read(data)
+	path := filepath.Join(t.TempDir(), "t")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int64{0, 1, 4095, digestChunk, 2*digestChunk + 5, int64(len(data)), int64(len(data)) + 100} {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		adviseRandom(f)
+		got, err := io.ReadAll(io.LimitReader(struct{ io.Reader }{newRangeReader(f, n)}, 1<<30))
+		f.Close()
+		want := data[:min(n, int64(len(data)))]
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("n=%d: read %d bytes (%v), want %d", n, len(got), err, len(want))
+		}
+	}
+}
