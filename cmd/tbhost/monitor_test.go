@@ -201,7 +201,7 @@ func TestMonitorCheckUnreadableRoot(t *testing.T) {
 
 func TestMonitorTopologyJSON(t *testing.T) {
 	code, out, _ := runTB(t, nil, "--root", derived(t, "balanced"), "--json", "monitor", "topology", "vg-hdd/tables")
-	if code != 0 || !strings.Contains(out, `"ID": "scsi-0QEMU_QEMU_HARDDISK_HDD6"`) {
+	if code != 0 || !strings.Contains(out, `"id": "scsi-0QEMU_QEMU_HARDDISK_HDD6"`) {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 }
