@@ -115,7 +115,8 @@ func TestMonitorCheckJSONShape(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if doc["status"] != "CRITICAL" || len(doc) != 2 {
+	// exit 2: the error object (issue 18) joins status and arrays
+	if doc["status"] != "CRITICAL" || len(doc) != 3 || doc["error"].(map[string]any)["exit_code"] != 2.0 {
 		t.Errorf("top level: %v", keys(doc))
 	}
 	arr := doc["arrays"].([]any)[0].(map[string]any)

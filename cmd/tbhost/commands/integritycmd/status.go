@@ -43,7 +43,11 @@ func runStatus(c *cli.Context) error {
 		}
 		return cliutil.Problem(err)
 	}
-	if err := g.Output(arrays, func(w io.Writer) error { return printStatus(w, arrays) }); err != nil {
+	// an object, as every tbhost JSON document: {"arrays": [...]} (issue 18)
+	doc := struct {
+		Arrays []integrity.ArrayStatus `json:"arrays"`
+	}{arrays}
+	if err := g.Output(doc, func(w io.Writer) error { return printStatus(w, arrays) }); err != nil {
 		return err
 	}
 	for _, a := range arrays {

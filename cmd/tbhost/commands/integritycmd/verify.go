@@ -88,7 +88,7 @@ func runVerify(c *cli.Context) error {
 				if errors.Is(err, os.ErrNotExist) {
 					return cliutil.CannotRun(fmt.Errorf("%w (download the list, e.g. from syzygy-tables.info)", err))
 				}
-				return cliutil.Usage(err)
+				return cliutil.InputError(err)
 			}
 			opts.Checksums = &l
 			warnings = append(warnings, l.Warnings...)
@@ -103,7 +103,7 @@ func runVerify(c *cli.Context) error {
 	if sizesFile != "" {
 		var w []string
 		if opts.Sizes, w, err = integrity.ReadSizes(sizesFile); err != nil {
-			return cliutil.CannotRun(fmt.Errorf("--sizes: %w", err))
+			return cliutil.InputError(fmt.Errorf("--sizes: %w", err))
 		}
 		warnings = append(warnings, w...)
 	}
@@ -114,7 +114,7 @@ func runVerify(c *cli.Context) error {
 	if trailerFile != "" {
 		var w []string
 		if opts.Trailers, w, err = integrity.ReadTrailers(trailerFile); err != nil {
-			return cliutil.CannotRun(fmt.Errorf("--tbcheck: %w", err))
+			return cliutil.InputError(fmt.Errorf("--tbcheck: %w", err))
 		}
 		warnings = append(warnings, w...)
 	}

@@ -250,6 +250,7 @@ func watchCommand() *cli.Command {
 			}
 			ctx, stop := cliutil.SignalContext(c)
 			defer stop()
+			g.JSONLines() // one object per refresh, written as it comes
 			th := monitor.DefaultThresholds()
 			th.MinReads = c.Float64("min-reads")
 			err := monitor.Watch(ctx, env(g), g.Stdout, monitor.WatchOptions{

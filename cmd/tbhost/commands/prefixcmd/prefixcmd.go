@@ -84,10 +84,10 @@ func parseTables(ctx context.Context, g *cliutil.Globals, dirs []string, jobs in
 	}
 	srcs, err := prefix.FindTables(dirs)
 	if err != nil {
-		return nil, cliutil.Problem(err)
+		return nil, cliutil.InputError(err)
 	}
 	if len(srcs) == 0 {
-		return nil, cliutil.Problemf("no .rtbw or .rtbz files under %s: wrong directory, or the set is not mounted?", strings.Join(dirs, ", "))
+		return nil, cliutil.CannotRun(fmt.Errorf("no .rtbw or .rtbz files under %s: wrong directory, or the set is not mounted?", strings.Join(dirs, ", ")))
 	}
 	return prefix.ParseAll(ctx, srcs, jobs), nil
 }
@@ -449,10 +449,10 @@ func verifyCommand() *cli.Command {
 			defer cancel()
 			srcs, err := prefix.FindTables(c.StringSlice("tables"))
 			if err != nil {
-				return cliutil.Problem(err)
+				return cliutil.InputError(err)
 			}
 			if len(srcs) == 0 {
-				return cliutil.Problemf("no .rtbw or .rtbz files under %s", strings.Join(c.StringSlice("tables"), ", "))
+				return cliutil.CannotRun(fmt.Errorf("no .rtbw or .rtbz files under %s: wrong directory, or the set is not mounted?", strings.Join(c.StringSlice("tables"), ", ")))
 			}
 			opt := prefix.VerifyOptions{Store: c.String("store"), Full: c.Bool("full"), Jobs: n}
 			if p := terminalProgress(g); p != nil {
