@@ -62,12 +62,15 @@ func topologyCommand() *cli.Command {
 			if err != nil {
 				return cliutil.CannotRun(err)
 			}
-			return g.Output(topo, func(w io.Writer) error {
+			if topo.Arrays == nil {
+				topo.Arrays = []monitor.Array{} // JSON: [], not null
+			}
+			if topo.Notes == nil {
+				topo.Notes = []string{}
+			}
+			if err := g.Output(topo, func(w io.Writer) error {
 				for _, n := range topo.Notes {
 					fmt.Fprintf(g.Stderr, "note: %s\n", n)
-				}
-				if len(topo.Arrays) == 0 {
-					fmt.Fprintln(w, "no RAID arrays found (no LVM RAID LV, no md device)")
 				}
 				for _, a := range topo.Arrays {
 					fmt.Fprintf(w, "%s  %s  %s  %d images  device %s\n", a.Name, a.Kind, a.Level, a.Images, orDash(a.Device))
@@ -83,7 +86,14 @@ func topologyCommand() *cli.Command {
 					}
 				}
 				return nil
-			})
+			}); err != nil {
+				return err
+			}
+			if len(topo.Arrays) == 0 {
+				// nothing to monitor: 3, as check (UNKNOWN) and watch say (README, exit codes)
+				return cliutil.CannotRun(errors.New("no RAID arrays found (no LVM RAID LV, no md device)"))
+			}
+			return nil
 		},
 	}
 }
