@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
 	"text/tabwriter"
 
@@ -35,10 +36,11 @@ func runStatus(c *cli.Context) error {
 	g := cliutil.Get(c)
 	ctx, stop := cliutil.SignalContext(c)
 	defer stop()
-	arrays, err := integrity.Status(ctx, lvm.Client{Runner: g.Runner}, c.Args().Slice()...)
+	arrays, err := integrity.Status(ctx, lvm.Client{Runner: g.LVMRunner()}, c.Args().Slice()...)
 	if err != nil {
 		var ce *execx.CommandError
-		if errors.As(err, &ce) || errors.Is(err, lvm.ErrNotFound) {
+		var pe *fs.PathError
+		if errors.As(err, &ce) || errors.Is(err, lvm.ErrNotFound) || errors.As(err, &pe) {
 			return cliutil.CannotRun(err)
 		}
 		return cliutil.Problem(err)

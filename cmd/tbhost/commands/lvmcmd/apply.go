@@ -195,7 +195,7 @@ EXAMPLES:
 			} else {
 				g.Log.Warn("inventory unavailable; images shown by device path only", "err", err)
 			}
-			rep, err := lvm.Status(c.Context, g.Runner, opts)
+			rep, err := lvm.Status(c.Context, g.LVMRunner(), opts)
 			if err != nil {
 				return cliutil.CannotRun(err)
 			}
