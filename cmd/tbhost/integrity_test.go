@@ -82,7 +82,7 @@ func recordedLVS(t *testing.T, fixture string, names ...string) *execx.Recorded 
 }
 
 func TestIntegrityStatusCleanThenMismatch(t *testing.T) {
-	code, out, stderr := runTB(t, recordedLVS(t, "lvs-a-2.03.16-tables-clean.json", "vg-hdd"), "integrity", "status", "vg-hdd/tables")
+	code, out, stderr := runTBTerminal(t, recordedLVS(t, "lvs-a-2.03.16-tables-clean.json", "vg-hdd"), "integrity", "status", "vg-hdd/tables")
 	if code != 0 || !strings.Contains(out, "OK vg-hdd/tables") || !strings.Contains(out, "/dev/sdf") {
 		t.Fatalf("clean: exit %d\n%s%s", code, out, stderr)
 	}

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -33,15 +35,24 @@ func TestRootSnapshotReplaysLVMForStatusCommands(t *testing.T) {
 		{"raid5-member-dropped", []string{"integrity", "status"}, 1, "PROBLEM vg-hdd/tables"},
 	} {
 		args := append([]string{"--root", captured(t, tc.capture)}, tc.args...)
-		code, out, stderr := runTB(t, nil, args...)
+		code, out, stderr := runTBTerminal(t, nil, args...) // clean is silent without a terminal
+
 		if code != tc.code || !strings.Contains(out, tc.want) {
 			t.Errorf("%s %s: exit %d, want %d and %q\n%s%s", tc.capture, strings.Join(tc.args, " "), code, tc.code, tc.want, out, stderr)
 		}
 	}
 	// a snapshot without an LVM report: could not run, naming the file
-	code, _, stderr := runTB(t, nil, "--root", t.TempDir(), "integrity", "status")
-	if code != 3 || !strings.Contains(stderr, "lvm/lvs.json") {
-		t.Errorf("no lvs.json: exit %d %s", code, stderr)
+	root := t.TempDir()
+	os.Mkdir(filepath.Join(root, "lvm"), 0o755)
+	for _, args := range [][]string{{"integrity", "status"}, {"lvm", "status"}} {
+		code, _, stderr := runTB(t, nil, append([]string{"--root", root}, args...)...)
+		if code != 3 || !strings.Contains(stderr, "lvm/lvs.json") {
+			t.Errorf("%v, no lvs.json: exit %d %s", args, code, stderr)
+		}
+		code, _, stderr = runTB(t, nil, append([]string{"--root", filepath.Join(root, "typo")}, args...)...)
+		if code != 3 || !strings.Contains(stderr, "typo") {
+			t.Errorf("%v, --root missing: exit %d %s", args, code, stderr)
+		}
 	}
 }
 

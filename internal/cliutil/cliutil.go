@@ -44,10 +44,23 @@ type Env struct {
 func DefaultEnv() *Env {
 	return &Env{
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
-		Runner: execx.Exec{},
-		IsTerminal: func() bool {
-			return term.IsTerminal(int(os.Stdin.Fd())) && term.IsTerminal(int(os.Stderr.Fd()))
-		},
+		Runner:     execx.Exec{},
+		IsTerminal: TerminalStreams(os.Stdin, os.Stderr),
+	}
+}
+
+// TerminalStreams is an Env.IsTerminal for the given streams: true when
+// both are files open on a terminal (for confirmations and progress bars on
+// stderr). A pipe, a file or a buffer is no terminal.
+func TerminalStreams(stdin, stderr any) func() bool {
+	return func() bool {
+		for _, s := range []any{stdin, stderr} {
+			f, ok := s.(interface{ Fd() uintptr })
+			if !ok || !term.IsTerminal(int(f.Fd())) {
+				return false
+			}
+		}
+		return true
 	}
 }
 
@@ -108,6 +121,20 @@ func Get(c *cli.Context) *Globals {
 		Root: root,
 		Log:  slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level})),
 	}
+}
+
+// QuietFlag is --quiet of the checks cron runs (prefix verify, integrity
+// status, integrity verify-tables; monitor check has its own).
+func QuietFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing when all is well, also on a terminal (without one, e.g. from cron, that is the default); findings are always printed"}
+}
+
+// SilentOnSuccess reports whether a check that found nothing prints
+// nothing (issue 18, cron-quiet): with --quiet, or without a terminal
+// (cron, a pipe), so cron mails only problems. --json always prints its
+// document. What a check finds is printed in every case.
+func (g *Globals) SilentOnSuccess(c *cli.Context) bool {
+	return !g.JSON && (c.Bool("quiet") || !g.Terminal())
 }
 
 // Path returns p (an absolute path such as /sys/block) under --root.

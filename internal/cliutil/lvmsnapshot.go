@@ -3,6 +3,7 @@ package cliutil
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -11,16 +12,32 @@ import (
 )
 
 // LVMRunner is the runner for LVM's reports. On this host (--root /) it is
-// the command's runner. Under --root DIR (a snapshot or a lab capture) it
-// answers `lvm lvs`, `lvm pvs` and `lvm vgs` from DIR/lvm/lvs.json,
-// pvs.json and vgs.json, as monitor does, so `--root DIR lvm status` and
-// `--root DIR integrity status` describe the snapshot, not this machine;
-// it refuses every other command (a snapshot is read, never changed).
+// the command's runner. Under --root DIR holding an lvm/ directory (a
+// snapshot or a lab capture) it answers `lvm lvs`, `lvm pvs` and `lvm vgs`
+// from DIR/lvm/lvs.json, pvs.json and vgs.json, as monitor does, so
+// `--root DIR lvm status` and `--root DIR integrity status` describe the
+// snapshot, not this machine; it refuses every other command (a snapshot is
+// read, never changed). A DIR that does not exist fails every command. A
+// fixture tree without lvm/ (only /sys, /dev: tests with a fake lvm) keeps
+// the command's runner.
 func (g *Globals) LVMRunner() execx.Runner {
 	if g.Root == "/" || g.Root == "" {
 		return g.Runner
 	}
-	return snapshotLVM{dir: filepath.Join(g.Root, "lvm")}
+	if _, err := os.Stat(g.Root); err != nil {
+		return missingRoot{err: fmt.Errorf("--root %s: %w", g.Root, err)}
+	}
+	dir := filepath.Join(g.Root, "lvm")
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return g.Runner
+	}
+	return snapshotLVM{dir: dir}
+}
+
+type missingRoot struct{ err error }
+
+func (m missingRoot) Run(_ context.Context, argv ...string) (execx.Result, error) {
+	return execx.Result{Argv: argv}, m.err
 }
 
 type snapshotLVM struct{ dir string }

@@ -26,8 +26,9 @@ func statusCommand() *cli.Command {
    raid_mismatch_count (from the last --syncaction check), sync action and percent, health.
 
    Exit 0 when clean, 1 when any image counted a mismatch or the array is unhealthy (the message
-   names the image and its disk), 3 when LVM could not be asked. Suitable for cron and Nagios.`,
-		Flags:  []cli.Flag{cliutil.JSONFlag()},
+   names the image and its disk), 3 when LVM could not be asked. Suitable for cron and Nagios:
+   when all is clean it prints nothing without a terminal or with --quiet.`,
+		Flags:  []cli.Flag{cliutil.QuietFlag(), cliutil.JSONFlag()},
 		Action: runStatus,
 	}
 }
@@ -45,6 +46,15 @@ func runStatus(c *cli.Context) error {
 		}
 		return cliutil.Problem(err)
 	}
+	bad := 0
+	for _, a := range arrays {
+		if !a.OK {
+			bad++
+		}
+	}
+	if bad == 0 && g.SilentOnSuccess(c) {
+		return nil // cron: mail only problems
+	}
 	// an object, as every tbhost JSON document: {"arrays": [...]} (issue 18)
 	doc := struct {
 		Arrays []integrity.ArrayStatus `json:"arrays"`
@@ -52,10 +62,8 @@ func runStatus(c *cli.Context) error {
 	if err := g.Output(doc, func(w io.Writer) error { return printStatus(w, arrays) }); err != nil {
 		return err
 	}
-	for _, a := range arrays {
-		if !a.OK {
-			return cliutil.WithCode(cliutil.ExitProblem, nil)
-		}
+	if bad > 0 {
+		return cliutil.Reported(cliutil.ExitProblem, fmt.Sprintf("%d of %d arrays have integrity problems (see problems)", bad, len(arrays)))
 	}
 	return nil
 }

@@ -182,7 +182,10 @@ func checkCommand() *cli.Command {
 				}
 			}
 			code := int(r.Status)
-			if c.Bool("quiet") && r.Status == monitor.OK {
+			// --quiet: nothing when OK (cron). Without --quiet the status line is
+			// printed also without a terminal: Nagios reads it. --json always
+			// prints its document.
+			if c.Bool("quiet") && r.Status == monitor.OK && !g.JSON {
 				return cliutil.WithCode(code, nil)
 			}
 			if g.JSON {
@@ -192,7 +195,10 @@ func checkCommand() *cli.Command {
 			} else if err := r.WriteText(g.Stdout); err != nil {
 				return nagios(c, err)
 			}
-			return cliutil.WithCode(code, nil)
+			if code != 0 {
+				return cliutil.Reported(code, r.Status.String()+" (see arrays)")
+			}
+			return nil
 		},
 	}
 }

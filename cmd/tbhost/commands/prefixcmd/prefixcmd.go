@@ -428,12 +428,14 @@ func verifyCommand() *cli.Command {
      not-regular  a directory, FIFO, device or socket where a prefix file should be
    The default reads only the store (NVMe) and stats the tables; --full also rereads each
    table's prefix bytes from the HDDs and compares. Exit 0 clean, 1 findings, 3 could not run.
+   Clean, it prints nothing without a terminal (cron mails only findings) or with --quiet.
    A stale prefix must never pass: servers that use the store check nothing themselves.`,
 		Flags: []cli.Flag{
 			tablesFlag(),
 			&cli.StringFlag{Name: "store", Usage: "prefix store directory `DIR`"},
 			&cli.BoolFlag{Name: "full", Usage: "also reread the tables' prefix bytes and compare (HDD reads)"},
 			jobsFlag(4),
+			cliutil.QuietFlag(),
 			cliutil.JSONFlag(),
 		},
 		Action: func(c *cli.Context) error {
@@ -455,12 +457,15 @@ func verifyCommand() *cli.Command {
 				return cliutil.CannotRun(fmt.Errorf("no .rtbw or .rtbz files under %s: wrong directory, or the set is not mounted?", strings.Join(c.StringSlice("tables"), ", ")))
 			}
 			opt := prefix.VerifyOptions{Store: c.String("store"), Full: c.Bool("full"), Jobs: n}
-			if p := terminalProgress(g); p != nil {
+			if p := terminalProgress(g); p != nil && !c.Bool("quiet") {
 				opt.Progress = p
 			}
 			rep, err := prefix.Verify(ctx, srcs, opt)
 			if err != nil {
 				return cliutil.CannotRun(err)
+			}
+			if len(rep.Findings) == 0 && g.SilentOnSuccess(c) {
+				return nil // cron: mail only findings
 			}
 			if err := g.Output(rep, func(w io.Writer) error {
 				for _, f := range rep.Findings {
@@ -477,7 +482,7 @@ func verifyCommand() *cli.Command {
 				return err
 			}
 			if len(rep.Findings) > 0 {
-				return cliutil.WithCode(cliutil.ExitProblem, nil)
+				return cliutil.Reported(cliutil.ExitProblem, fmt.Sprintf("%d findings in %s", len(rep.Findings), rep.Store))
 			}
 			return nil
 		},
