@@ -66,7 +66,8 @@ var snakeCase = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
 // dataKeys are JSON objects whose keys are data (names, paths), not field
 // names: their keys are not held to snake_case (their values are).
 var dataKeys = map[string]bool{
-	"params": true, // playbook parameters, named by the playbook's author
+	"params":      true, // playbook parameters, named by the playbook's author
+	"exit_status": true, // a playbook step's exit code -> Nagios status map ("1": "CRITICAL")
 }
 
 // nonSnakeKeys returns every object key of v, at any depth, that is not
