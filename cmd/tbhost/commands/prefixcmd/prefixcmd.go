@@ -277,6 +277,7 @@ func printPlan(w io.Writer, p prefix.Plan, list bool) error {
 	fmt.Fprintf(w, "tables:          %d\n", p.Tables)
 	fmt.Fprintf(w, "full prefixes:   %s on disk (%s bytes of prefix)\n", sizes.Format(p.FullOnDisk), commas(p.FullBytes))
 	fmt.Fprintf(w, "sparse prefixes: %s on disk (%s bytes of prefix)\n", sizes.Format(p.SparseOnDisk), commas(p.SparseBytes))
+	fmt.Fprintf(w, "(on disk: 4 KiB blocks per file, and %s for the manifest and the directory)\n", sizes.Format(p.OverheadOnDisk))
 	switch {
 	case p.FitsFull:
 		fmt.Fprintf(w, "\nFITS: every full prefix, %s used, %s (%s) left.\n", pct(p.FullOnDisk, p.Capacity), sizes.Format(p.Capacity-p.FullOnDisk), pct(p.Capacity-p.FullOnDisk, p.Capacity))
