@@ -292,7 +292,8 @@ func serveCommand() *cli.Command {
      tbhost_array_member_skew_ratio{array,image,disk,id}         (1 = balanced, 0 = idle;
                                                                   only when the array reads enough)
      tbhost_array_status, _degraded, _syncing, _sync_progress_ratio, _integrity_mismatches,
-     tbhost_array_member_missing, tbhost_array_problems, tbhost_monitor_last_sample_timestamp_seconds
+     tbhost_array_member_missing, tbhost_array_problems, tbhost_monitor_last_sample_timestamp_seconds,
+     tbhost_monitor_arrays (0 when no array is found; the log says so too)
    Listens on loopback by default: put a reverse proxy or Prometheus on the same host,
    or pass --listen :9477 deliberately. Alerting rules: monitor/alerts/tbhost.rules.yml.`,
 		Flags: []cli.Flag{
