@@ -41,7 +41,7 @@ func TestProblemsCarryCodes(t *testing.T) {
 // topology --json keeps Severity a number, as before the one status type.
 func TestProblemJSONKeepsSeverityNumber(t *testing.T) {
 	b, err := json.Marshal(Problem{Severity: Critical, Text: "x", Code: lvm.CodeImageMissing})
-	if err != nil || string(b) != `{"Severity":2,"Text":"x","Code":"image-missing"}` {
+	if err != nil || string(b) != `{"severity":2,"text":"x","code":"image-missing"}` {
 		t.Errorf("%s %v", b, err)
 	}
 }

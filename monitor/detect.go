@@ -37,12 +37,13 @@ type Problem struct {
 }
 
 // MarshalJSON keeps the shape `monitor topology --json` always had
-// (Severity as its exit code number), with the code added.
+// (severity as its exit code number), with the code added; keys are
+// snake_case like every tbhost JSON object (issue 18).
 func (p Problem) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
-		Severity int
-		Text     string
-		Code     lvm.Code `json:",omitempty"`
+		Severity int      `json:"severity"`
+		Text     string   `json:"text"`
+		Code     lvm.Code `json:"code,omitempty"`
 	}{int(p.Severity), p.Text, p.Code})
 }
 

@@ -47,6 +47,7 @@ type exporterDescs struct {
 	readAwait, awaitRatio, slow                              *prometheus.Desc
 	status, degraded, syncing, syncProgress, images          *prometheus.Desc
 	mismatches, memberMismatches, problems, lastSample, errs *prometheus.Desc
+	arrays                                                   *prometheus.Desc
 }
 
 func newDescs() exporterDescs {
@@ -71,6 +72,7 @@ func newDescs() exporterDescs {
 		problems:         prometheus.NewDesc("tbhost_array_problems", "Findings on the array by severity (health, topology, skew of the last interval).", []string{"array", "severity"}, nil),
 		lastSample:       prometheus.NewDesc("tbhost_monitor_last_sample_timestamp_seconds", "When the exporter last read /proc/diskstats (Unix time).", nil, nil),
 		errs:             prometheus.NewDesc("tbhost_monitor_errors_total", "Failed samples or topology refreshes.", nil, nil),
+		arrays:           prometheus.NewDesc("tbhost_monitor_arrays", "Arrays the exporter watches (0: none found, and the log says so).", nil, nil),
 	}
 }
 
@@ -115,6 +117,9 @@ func (e *Exporter) Step(ctx context.Context) error {
 		} else {
 			for _, n := range topo.Notes {
 				e.Log.Info(n)
+			}
+			if len(topo.Arrays) == 0 && (e.topoAt.IsZero() || len(e.topo.Arrays) > 0) {
+				e.Log.Warn("no RAID arrays found (no LVM RAID LV, no md device): exporting tbhost_monitor_arrays 0 and no array metrics", "names", e.Names)
 			}
 			e.topo, e.topoAt = topo, now
 		}
@@ -173,6 +178,7 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 		d.degraded, d.syncing, d.syncProgress, d.images, d.mismatches, d.memberMismatches, d.problems, d.lastSample, d.errs} {
 		ch <- x
 	}
+	ch <- d.arrays
 }
 
 // Collect implements prometheus.Collector: the state of the last Step.
@@ -184,6 +190,9 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		d = newDescs()
 	}
 	ch <- prometheus.MustNewConstMetric(d.errs, prometheus.CounterValue, e.errors)
+	if !e.topoAt.IsZero() {
+		ch <- prometheus.MustNewConstMetric(d.arrays, prometheus.GaugeValue, float64(len(e.topo.Arrays)))
+	}
 	if e.samples == 0 {
 		return
 	}

@@ -29,40 +29,40 @@ import (
 
 // Array is one RAID array and the disks under it.
 type Array struct {
-	Name   string // vg/lv (vg-hdd/tables) or the md device (md0)
-	Kind   string // "lvm" or "md"
-	Level  string // raid5, raid0, ... ("" when unknown)
-	Device string // kernel name of the array device (dm-24, md0); "" when not active
+	Name   string `json:"name"`   // vg/lv (vg-hdd/tables) or the md device (md0)
+	Kind   string `json:"kind"`   // "lvm" or "md"
+	Level  string `json:"level"`  // raid5, raid0, ... ("" when unknown)
+	Device string `json:"device"` // kernel name of the array device (dm-24, md0); "" when not active
 	// Images is how many images (legs) the array has, parity included.
-	Images  int
-	Members []Member
+	Images  int      `json:"images"`
+	Members []Member `json:"members"`
 	// Problems are health and topology findings, known before any sampling.
-	Problems []Problem
+	Problems []Problem `json:"problems"`
 	// Syncing is true while a resync/recovery runs (reads are then not the
 	// workload's, so skew is not judged); SyncProgress is 0..1 or -1.
-	Syncing      bool
-	SyncAction   string
-	SyncProgress float64
+	Syncing      bool    `json:"syncing"`
+	SyncAction   string  `json:"sync_action"`
+	SyncProgress float64 `json:"sync_progress"`
 	// IntegrityMismatches is the array's total, -1 when it has no integrity layer.
-	IntegrityMismatches int64
+	IntegrityMismatches int64 `json:"integrity_mismatches"`
 	// Degraded: the array runs without a member (missing PV, partial LV,
 	// faulty or missing md member).
-	Degraded bool
+	Degraded bool `json:"degraded"`
 }
 
 // Member is one disk of an array.
 type Member struct {
-	Disk string // kernel name whose /proc/diskstats line is read (sda, sda1, nvme0n1); "" when missing
-	ID   string // stable id from /dev/disk/by-id, "" when none
+	Disk string `json:"disk"` // kernel name whose /proc/diskstats line is read (sda, sda1, nvme0n1); "" when missing
+	ID   string `json:"id"`   // stable id from /dev/disk/by-id, "" when none
 	// Serial is the disk's serial (udev, sysfs or VPD page 0x80), "" when
 	// unknown; reports name a slow disk by it.
-	Serial string `json:",omitempty"`
+	Serial string `json:"serial,omitempty"`
 	// Images are the array's images (legs) on this disk; empty for a PV of the
 	// array's VG that holds no image of it (the array does not use the disk).
-	Images  []string
-	Missing bool // an image whose disk is gone
+	Images  []string `json:"images"`
+	Missing bool     `json:"missing"` // an image whose disk is gone
 	// IntegrityMismatches on this member's images, -1 when unknown.
-	IntegrityMismatches int64
+	IntegrityMismatches int64 `json:"integrity_mismatches"`
 }
 
 // Label is how reports name the member: the disk, or the missing image.
@@ -131,8 +131,8 @@ type DiscoverOptions struct {
 
 // Topology is the arrays found, and notes on what could not be read.
 type Topology struct {
-	Arrays []Array
-	Notes  []string
+	Arrays []Array  `json:"arrays"`
+	Notes  []string `json:"notes"`
 }
 
 // ErrLVMUnreadable: LVM's report could not be read (lvm failed, is missing

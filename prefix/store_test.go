@@ -488,14 +488,14 @@ func TestPlan(t *testing.T) {
 	rule := []*Layout{
 		mk("A", WDL, 4, 2*FSBlock), mk("B", DTZ, 3, FSBlock), mk("C", WDL, 5, FSBlock), mk("D", WDL, 4, FSBlock),
 	}
-	p := MakePlan(rule, 4*FSBlock+2*FSBlock)
+	p := MakePlan(rule, 4*FSBlock+2*FSBlock+StoreOverhead(rule))
 	got := ""
 	for _, e := range p.Entries {
 		if e.Upto == "block-lengths" {
 			got += e.Name
 		}
 	}
-	if got != "CD" || p.PlannedOnDisk != 6*FSBlock {
+	if got != "CD" || p.PlannedOnDisk != 6*FSBlock+StoreOverhead(rule) {
 		t.Fatalf("full prefixes for %q (%d bytes), want C and D: D (WDL, 4 pieces, cheapest) first, A does not fit, C still does", got, p.PlannedOnDisk)
 	}
 }

@@ -82,7 +82,7 @@ func recordedLVS(t *testing.T, fixture string, names ...string) *execx.Recorded 
 }
 
 func TestIntegrityStatusCleanThenMismatch(t *testing.T) {
-	code, out, stderr := runTB(t, recordedLVS(t, "lvs-a-2.03.16-tables-clean.json", "vg-hdd"), "integrity", "status", "vg-hdd/tables")
+	code, out, stderr := runTBTerminal(t, recordedLVS(t, "lvs-a-2.03.16-tables-clean.json", "vg-hdd"), "integrity", "status", "vg-hdd/tables")
 	if code != 0 || !strings.Contains(out, "OK vg-hdd/tables") || !strings.Contains(out, "/dev/sdf") {
 		t.Fatalf("clean: exit %d\n%s%s", code, out, stderr)
 	}
@@ -91,16 +91,23 @@ func TestIntegrityStatusCleanThenMismatch(t *testing.T) {
 		t.Fatalf("mismatch: exit %d\n%s", code, out)
 	}
 	code, out, _ = runTB(t, recordedLVS(t, "lvs-a-2.03.16-tables-mismatch-sdc.json"), "integrity", "status", "--json")
-	var arrays []struct {
-		LV     string
-		OK     bool
-		Images []struct {
-			Name       string
-			Disks      []string
-			Mismatches int64 `json:"integrity_mismatches"`
+	var doc struct {
+		Arrays []struct {
+			LV     string
+			OK     bool
+			Images []struct {
+				Name       string
+				Disks      []string
+				Mismatches int64 `json:"integrity_mismatches"`
+			}
+		}
+		Error struct {
+			ExitCode int `json:"exit_code"`
 		}
 	}
-	if err := json.Unmarshal([]byte(out), &arrays); err != nil || code != 1 || len(arrays) != 1 || arrays[0].OK {
+	err := json.Unmarshal([]byte(out), &doc)
+	arrays := doc.Arrays
+	if err != nil || code != 1 || len(arrays) != 1 || arrays[0].OK || doc.Error.ExitCode != 1 {
 		t.Fatalf("exit %d %v\n%s", code, err, out)
 	}
 	if img := arrays[0].Images[2]; img.Mismatches != 5 || img.Disks[0] != "/dev/sdc" {

@@ -22,6 +22,18 @@ func runTB(t *testing.T, rec execx.Runner, args ...string) (int, string, string)
 	return code, out.String(), errb.String()
 }
 
+// runTBTerminal is runTB as if on an interactive terminal (stdin and stderr).
+func runTBTerminal(t *testing.T, rec execx.Runner, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if rec == nil {
+		rec = execx.NewRecorded()
+	}
+	env := &cliutil.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Runner: rec, IsTerminal: func() bool { return true }}
+	code := run(append([]string{"tbhost"}, args...), env)
+	return code, out.String(), errb.String()
+}
+
 func TestHelpExitsZero(t *testing.T) {
 	code, out, _ := runTB(t, nil, "--help")
 	if code != 0 || !strings.Contains(out, "EXIT CODES") {

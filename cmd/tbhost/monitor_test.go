@@ -116,7 +116,8 @@ func TestMonitorCheckJSONShape(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if doc["status"] != "CRITICAL" || len(doc) != 2 {
+	// exit 2: the error object (issue 18) joins status and arrays
+	if doc["status"] != "CRITICAL" || len(doc) != 3 || doc["error"].(map[string]any)["exit_code"] != 2.0 {
 		t.Errorf("top level: %v", keys(doc))
 	}
 	arr := doc["arrays"].([]any)[0].(map[string]any)
@@ -203,7 +204,7 @@ func TestMonitorCheckUnreadableRoot(t *testing.T) {
 
 func TestMonitorTopologyJSON(t *testing.T) {
 	code, out, _ := runTB(t, nil, "--root", derived(t, "balanced"), "--json", "monitor", "topology", "vg-hdd/tables")
-	if code != 0 || !strings.Contains(out, `"ID": "scsi-0QEMU_QEMU_HARDDISK_HDD6"`) {
+	if code != 0 || !strings.Contains(out, `"id": "scsi-0QEMU_QEMU_HARDDISK_HDD6"`) {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 }

@@ -33,6 +33,11 @@ func NewApp(env *Env, commands []*cli.Command) *cli.App {
 		if c.OnUsageError == nil {
 			c.OnUsageError = usageError
 		}
+		// --json is global; every leaf takes it after its name too
+		// (tbhost monitor serve --json fails as JSON, not as an unknown flag).
+		if len(c.Subcommands) == 0 && !hasFlag(c.Flags, "json") {
+			c.Flags = append(c.Flags, JSONFlag())
+		}
 	})
 	Install(app, env)
 	return app
@@ -62,14 +67,39 @@ func commandPath(c *cli.Context) string {
 //
 // Flags typed after a leaf command's arguments are moved before them first
 // (FlagsFirst), so every command takes them where users type them.
+//
+// With --json anywhere on the command line, stdout gets exactly one JSON
+// document, also when the command fails: see jsonout.go for the rule.
 func Run(app *cli.App, env *Env, args []string) int {
-	err := app.Run(FlagsFirst(app, args))
-	if err == nil {
-		return ExitOK
+	args = FlagsFirst(app, args)
+	iv := parseInvocation(app, args)
+	var c *capture
+	if iv.json {
+		c = &capture{under: env.Stdout}
+		runEnv := *env
+		runEnv.Stdout = c
+		saved := app.Writer
+		app.Writer = c
+		Install(app, &runEnv)
+		defer func() { app.Writer = saved; Install(app, env) }()
 	}
+	err := app.Run(args)
+	code := CodeOf(err)
 	var ec cli.ExitCoder
-	if !(errors.As(err, &ec) && err.Error() == "") {
+	if err != nil && !(errors.As(err, &ec) && err.Error() == "") {
 		fmt.Fprintf(env.Stderr, "tbhost: %v\n", err)
 	}
-	return CodeOf(err)
+	if c != nil {
+		e := ErrorJSON{ExitCode: code, Command: iv.name()}
+		if code != ExitOK {
+			e.Message = errorMessage(err, code)
+		}
+		if werr := finishJSON(env.Stdout, c, c.streaming(), e); werr != nil {
+			fmt.Fprintf(env.Stderr, "tbhost: write JSON: %v\n", werr)
+			if code == ExitOK {
+				code = ExitCannotRun
+			}
+		}
+	}
+	return code
 }

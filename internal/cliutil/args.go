@@ -176,3 +176,14 @@ func walkCommands(cmds []*cli.Command, fn func(*cli.Command)) {
 		walkCommands(c.Subcommands, fn)
 	}
 }
+
+func hasFlag(flags []cli.Flag, name string) bool {
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n == name {
+				return true
+			}
+		}
+	}
+	return false
+}

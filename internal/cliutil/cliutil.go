@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -43,10 +44,23 @@ type Env struct {
 func DefaultEnv() *Env {
 	return &Env{
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
-		Runner: execx.Exec{},
-		IsTerminal: func() bool {
-			return term.IsTerminal(int(os.Stdin.Fd())) && term.IsTerminal(int(os.Stderr.Fd()))
-		},
+		Runner:     execx.Exec{},
+		IsTerminal: TerminalStreams(os.Stdin, os.Stderr),
+	}
+}
+
+// TerminalStreams is an Env.IsTerminal for the given streams: true when
+// both are files open on a terminal (for confirmations and progress bars on
+// stderr). A pipe, a file or a buffer is no terminal.
+func TerminalStreams(stdin, stderr any) func() bool {
+	return func() bool {
+		for _, s := range []any{stdin, stderr} {
+			f, ok := s.(interface{ Fd() uintptr })
+			if !ok || !term.IsTerminal(int(f.Fd())) {
+				return false
+			}
+		}
+		return true
 	}
 }
 
@@ -109,6 +123,20 @@ func Get(c *cli.Context) *Globals {
 	}
 }
 
+// QuietFlag is --quiet of the checks cron runs (prefix verify, integrity
+// status, integrity verify-tables; monitor check has its own).
+func QuietFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing when all is well, also on a terminal (without one, e.g. from cron, that is the default); findings are always printed"}
+}
+
+// SilentOnSuccess reports whether a check that found nothing prints
+// nothing (issue 18, cron-quiet): with --quiet, or without a terminal
+// (cron, a pipe), so cron mails only problems. --json always prints its
+// document. What a check finds is printed in every case.
+func (g *Globals) SilentOnSuccess(c *cli.Context) bool {
+	return !g.JSON && (c.Bool("quiet") || !g.Terminal())
+}
+
 // Path returns p (an absolute path such as /sys/block) under --root.
 func (g *Globals) Path(p string) string {
 	if g.Root == "/" || g.Root == "" {
@@ -140,8 +168,9 @@ func (g *Globals) Output(v any, human func(w io.Writer) error) error {
 
 // exitError is an error with an exit code; main prints it and exits.
 type exitError struct {
-	code int
-	err  error
+	code    int
+	err     error
+	summary string // for the JSON error object when err is nil (Reported)
 }
 
 func (e *exitError) Error() string {
@@ -156,6 +185,13 @@ func (e *exitError) ExitCode() int { return e.code }
 // WithCode attaches an exit code to err. A nil err with a code exits quietly.
 func WithCode(code int, err error) error { return &exitError{code: code, err: err} }
 
+// Reported exits with code after the command printed its report (a check's
+// findings): nothing more is printed in text mode; under --json the error
+// object's message is summary ("3 findings").
+func Reported(code int, summary string) error {
+	return &exitError{code: code, summary: summary}
+}
+
 // Problem: the check found a problem, or tbhost refused (exit 1).
 func Problem(err error) error { return WithCode(ExitProblem, err) }
 
@@ -167,6 +203,26 @@ func Usage(err error) error { return WithCode(ExitUsage, err) }
 
 // Usagef formats a usage error (exit 2).
 func Usagef(format string, a ...any) error { return Usage(fmt.Errorf(format, a...)) }
+
+// InputError is the exit code rule for a file or directory the user named
+// (a plan, playbook, checksum list, script, table directory): 3 (could not
+// run) when it could not be read at all (missing, no permission, an I/O
+// error: an *fs.PathError in err's chain), 1 (refused) when it was read and
+// its content is refused. An error that already has a code keeps it.
+func InputError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ec interface{ ExitCode() int }
+	if errors.As(err, &ec) {
+		return err
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return CannotRun(err)
+	}
+	return Problem(err)
+}
 
 // CannotRun: tbhost could not do its job (exit 3).
 func CannotRun(err error) error { return WithCode(ExitCannotRun, err) }

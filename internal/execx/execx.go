@@ -43,10 +43,13 @@ type CommandError struct {
 }
 
 func (e *CommandError) Error() string {
+	if errors.Is(e.Err, exec.ErrNotFound) && len(e.Argv) > 0 {
+		// the program, not its whole command line: "lvm is not installed"
+		// needs no list of 21 report fields (issue 18)
+		return fmt.Sprintf("%s: program not found in $PATH (%s)", e.Argv[0], installHint(e.Argv[0]))
+	}
 	msg := fmt.Sprintf("%s", Quote(e.Argv))
 	switch {
-	case errors.Is(e.Err, exec.ErrNotFound):
-		msg += ": program not found in $PATH (install it, e.g. apt-get install lvm2)"
 	case errors.Is(e.Err, context.DeadlineExceeded):
 		msg += ": timed out"
 	case errors.Is(e.Err, context.Canceled):
@@ -63,6 +66,19 @@ func (e *CommandError) Error() string {
 }
 
 func (e *CommandError) Unwrap() error { return e.Err }
+
+// installHint names the Debian package of a program tbhost runs.
+func installHint(program string) string {
+	pkg := map[string]string{
+		"lvm": "lvm2", "dmsetup": "dmsetup", "wipefs": "util-linux", "blkid": "util-linux",
+		"blockdev": "util-linux", "mkfs.ext4": "e2fsprogs", "mkfs.xfs": "xfsprogs",
+		"qemu-system-x86_64": "qemu-system-x86", "systemctl": "systemd", "promtool": "prometheus",
+	}[program]
+	if pkg == "" {
+		return "install it"
+	}
+	return "install it: apt-get install " + pkg
+}
 
 // NotFound reports whether err is a command whose program is not installed.
 func NotFound(err error) bool {

@@ -1,7 +1,12 @@
 // Package realdata finds the project's shared real Syzygy data for tests and
-// benchmarks: ../shared/syzygy next to the repository (30 real table files
-// and the published checksum lists). The data is never copied into the
-// repository; where it is absent, callers skip with a message saying so.
+// benchmarks: the directory named by $TBHOST_SYZYGY, else ../shared/syzygy
+// next to the repository (30 real table files under tables/ and the
+// published checksum lists under checksums/). The data is never copied into
+// the repository; where it is absent, callers skip with a message saying so.
+//
+// A clone elsewhere runs the real-data tests with
+//
+//	TBHOST_SYZYGY=/path/to/shared/syzygy go test ./...
 package realdata
 
 import (
@@ -17,10 +22,26 @@ import (
 // bytes). The other 24 match.
 var OldGenerator = []string{"KPvK.rtbw", "KPvK.rtbz", "KQvK.rtbw", "KQvK.rtbz", "KRvK.rtbw", "KRvK.rtbz"}
 
-// Find returns the absolute path of ../shared/syzygy relative to the
-// repository root (the directory holding go.mod above the working
-// directory), or an error saying why the real tables are not there.
+// EnvVar names the directory of the shared real data (holding tables/ and
+// checksums/), for clones that do not sit next to ../shared.
+const EnvVar = "TBHOST_SYZYGY"
+
+// Find returns the absolute path of the shared real data: $TBHOST_SYZYGY
+// when set (it must hold tables/*.rtbw or .rtbz: a set variable that points
+// nowhere is an error, not a silent fallback), else ../shared/syzygy
+// relative to the repository root (the directory holding go.mod above the
+// working directory); or an error saying why the real tables are not there.
 func Find() (string, error) {
+	if env := os.Getenv(EnvVar); env != "" {
+		data, err := filepath.Abs(env)
+		if err != nil {
+			return "", fmt.Errorf("$%s=%s: %w", EnvVar, env, err)
+		}
+		if files, _ := filepath.Glob(filepath.Join(data, "tables", "*.rtb[wz]")); len(files) == 0 {
+			return "", fmt.Errorf("$%s=%s: no tables/*.rtbw or *.rtbz there (point it at the directory holding tables/ and checksums/)", EnvVar, env)
+		}
+		return data, nil
+	}
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
@@ -37,7 +58,7 @@ func Find() (string, error) {
 	}
 	data := filepath.Join(filepath.Dir(dir), "shared", "syzygy")
 	if files, _ := filepath.Glob(filepath.Join(data, "tables", "*.rtb[wz]")); len(files) == 0 {
-		return "", fmt.Errorf("real Syzygy tables absent at %s (they are not part of the repo)", data)
+		return "", fmt.Errorf("real Syzygy tables absent at %s (they are not part of the repo; set $%s to where they are)", data, EnvVar)
 	}
 	return data, nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
 	"text/tabwriter"
 
@@ -25,8 +26,9 @@ func statusCommand() *cli.Command {
    raid_mismatch_count (from the last --syncaction check), sync action and percent, health.
 
    Exit 0 when clean, 1 when any image counted a mismatch or the array is unhealthy (the message
-   names the image and its disk), 3 when LVM could not be asked. Suitable for cron and Nagios.`,
-		Flags:  []cli.Flag{cliutil.JSONFlag()},
+   names the image and its disk), 3 when LVM could not be asked. Suitable for cron and Nagios:
+   when all is clean it prints nothing without a terminal or with --quiet.`,
+		Flags:  []cli.Flag{cliutil.QuietFlag(), cliutil.JSONFlag()},
 		Action: runStatus,
 	}
 }
@@ -35,21 +37,33 @@ func runStatus(c *cli.Context) error {
 	g := cliutil.Get(c)
 	ctx, stop := cliutil.SignalContext(c)
 	defer stop()
-	arrays, err := integrity.Status(ctx, lvm.Client{Runner: g.Runner}, c.Args().Slice()...)
+	arrays, err := integrity.Status(ctx, lvm.Client{Runner: g.LVMRunner()}, c.Args().Slice()...)
 	if err != nil {
 		var ce *execx.CommandError
-		if errors.As(err, &ce) || errors.Is(err, lvm.ErrNotFound) {
+		var pe *fs.PathError
+		if errors.As(err, &ce) || errors.Is(err, lvm.ErrNotFound) || errors.As(err, &pe) {
 			return cliutil.CannotRun(err)
 		}
 		return cliutil.Problem(err)
 	}
-	if err := g.Output(arrays, func(w io.Writer) error { return printStatus(w, arrays) }); err != nil {
-		return err
-	}
+	bad := 0
 	for _, a := range arrays {
 		if !a.OK {
-			return cliutil.WithCode(cliutil.ExitProblem, nil)
+			bad++
 		}
+	}
+	if bad == 0 && g.SilentOnSuccess(c) {
+		return nil // cron: mail only problems
+	}
+	// an object, as every tbhost JSON document: {"arrays": [...]} (issue 18)
+	doc := struct {
+		Arrays []integrity.ArrayStatus `json:"arrays"`
+	}{arrays}
+	if err := g.Output(doc, func(w io.Writer) error { return printStatus(w, arrays) }); err != nil {
+		return err
+	}
+	if bad > 0 {
+		return cliutil.Reported(cliutil.ExitProblem, fmt.Sprintf("%d of %d arrays have integrity problems (see problems)", bad, len(arrays)))
 	}
 	return nil
 }

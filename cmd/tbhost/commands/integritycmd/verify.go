@@ -32,6 +32,7 @@ func verifyCommand() *cli.Command {
    Reported: mismatches (file, published and actual digest), files not in the list, and listed
    files missing in the directories (an error with --complete). With --state an interrupted run
    (Ctrl-C, a cron time limit) continues where it stopped; a finished run removes the state.
+   All clean, it prints nothing without a terminal (cron mails only problems) or with --quiet.
 
    Example (the lists published by syzygy-tables.info):
      tbhost integrity verify-tables --checksums ../shared/syzygy/checksums/syzygy-tables.info/sha256 \
@@ -47,6 +48,7 @@ func verifyCommand() *cli.Command {
 			&cli.StringFlag{Name: "state", Usage: "resume `FILE`: an interrupted run continues from it"},
 			&cli.BoolFlag{Name: "complete", Usage: "listed files missing in the directories are an error (the whole set must be there)"},
 			&cli.BoolFlag{Name: "all", Usage: "print every file, not only the problems"},
+			cliutil.QuietFlag(),
 			cliutil.JSONFlag(),
 		},
 		Action: runVerify,
@@ -88,7 +90,7 @@ func runVerify(c *cli.Context) error {
 				if errors.Is(err, os.ErrNotExist) {
 					return cliutil.CannotRun(fmt.Errorf("%w (download the list, e.g. from syzygy-tables.info)", err))
 				}
-				return cliutil.Usage(err)
+				return cliutil.InputError(err)
 			}
 			opts.Checksums = &l
 			warnings = append(warnings, l.Warnings...)
@@ -103,7 +105,7 @@ func runVerify(c *cli.Context) error {
 	if sizesFile != "" {
 		var w []string
 		if opts.Sizes, w, err = integrity.ReadSizes(sizesFile); err != nil {
-			return cliutil.CannotRun(fmt.Errorf("--sizes: %w", err))
+			return cliutil.InputError(fmt.Errorf("--sizes: %w", err))
 		}
 		warnings = append(warnings, w...)
 	}
@@ -114,7 +116,7 @@ func runVerify(c *cli.Context) error {
 	if trailerFile != "" {
 		var w []string
 		if opts.Trailers, w, err = integrity.ReadTrailers(trailerFile); err != nil {
-			return cliutil.CannotRun(fmt.Errorf("--tbcheck: %w", err))
+			return cliutil.InputError(fmt.Errorf("--tbcheck: %w", err))
 		}
 		warnings = append(warnings, w...)
 	}
@@ -124,7 +126,7 @@ func runVerify(c *cli.Context) error {
 	for _, w := range warnings {
 		fmt.Fprintf(g.Stderr, "warning: %s\n", w)
 	}
-	if !g.JSON {
+	if !g.JSON && !g.SilentOnSuccess(c) { // on a terminal: what is checked against what
 		fmt.Fprintf(g.Stderr, "verify-tables: %s\n", describeChecks(opts, sizesFile, trailerFile))
 	}
 
@@ -132,7 +134,11 @@ func runVerify(c *cli.Context) error {
 		bar   *progressbar.ProgressBar
 		barMu sync.Mutex
 	)
-	opts.Total = func(n int64) { bar = progressBar(g, "hashing", n) }
+	opts.Total = func(n int64) {
+		if !c.Bool("quiet") {
+			bar = progressBar(g, "hashing", n)
+		}
+	}
 	opts.Progress = func(n int64) {
 		if bar != nil {
 			barMu.Lock()
@@ -150,6 +156,9 @@ func runVerify(c *cli.Context) error {
 		return cliutil.CannotRun(verr)
 	}
 	all := c.Bool("all")
+	if !rep.Interrupted && !rep.ProblemsFound && g.SilentOnSuccess(c) {
+		return nil // cron: mail only problems
+	}
 	if err := g.Output(rep, func(w io.Writer) error { return printVerify(w, rep, all) }); err != nil {
 		return err
 	}
@@ -157,7 +166,7 @@ func runVerify(c *cli.Context) error {
 	case rep.Interrupted:
 		return cliutil.CannotRun(verr)
 	case rep.ProblemsFound:
-		return cliutil.WithCode(cliutil.ExitProblem, nil)
+		return cliutil.Reported(cliutil.ExitProblem, "files do not match the lists (see files)")
 	}
 	return nil
 }

@@ -233,7 +233,7 @@ func parseFiles(specs []string) (map[string][]byte, error) {
 		}
 		data, err := os.ReadFile(host)
 		if err != nil {
-			return nil, cliutil.Usagef("--file %s: %v", guest, err)
+			return nil, cliutil.CannotRun(fmt.Errorf("--file %s: %w", guest, err))
 		}
 		files[filepath.Clean(guest)] = data
 	}
@@ -246,7 +246,7 @@ func runAction(c *cli.Context) error {
 	}
 	script, err := os.ReadFile(c.Args().First())
 	if err != nil {
-		return cliutil.Usagef("script: %v", err)
+		return cliutil.CannotRun(fmt.Errorf("script: %w", err))
 	}
 	disks, err := parseDisks(c)
 	if err != nil {

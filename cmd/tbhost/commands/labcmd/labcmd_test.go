@@ -26,12 +26,16 @@ func runLab(t *testing.T, args ...string) (int, string, string) {
 func TestRunUsageErrorsExit2BeforeBooting(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "s.sh")
 	os.WriteFile(script, []byte("true\n"), 0o644)
+	// a missing script is "could not run" (3), as a missing file is in
+	// every command (README, exit codes); still before booting
+	if code, _, stderr := runLab(t, "run", "/no/such/script"); code != cliutil.ExitCannotRun || !strings.Contains(stderr, "script") {
+		t.Errorf("run /no/such/script: exit %d stderr %q, want 3", code, stderr)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"run"}, "exactly one SCRIPT"},
-		{[]string{"run", "/no/such/script"}, "script"},
 		{[]string{"run", "--block", "1k", script}, "--block"},
 		{[]string{"run", "--hdd-size", "1MiB", script}, "--hdd-size"},
 		{[]string{"run", "--hdd", "30", script}, "24 disks"},
@@ -77,14 +81,16 @@ func TestRehearseUsageErrors(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want string
+		code int
 	}{
-		{[]string{"rehearse"}, "exactly one PLAN.yaml"},
-		{[]string{"rehearse", "/no/such/plan.yaml"}, "plan.yaml"},
-		{[]string{"rehearse", bad}, "bad.yaml"},
+		{[]string{"rehearse"}, "exactly one PLAN.yaml", cliutil.ExitUsage},
+		// the README's rule: a missing file 3, a file refused 1
+		{[]string{"rehearse", "/no/such/plan.yaml"}, "plan.yaml", cliutil.ExitCannotRun},
+		{[]string{"rehearse", bad}, "bad.yaml", cliutil.ExitProblem},
 	} {
 		code, _, stderr := runLab(t, tc.args...)
-		if code != cliutil.ExitUsage || !strings.Contains(stderr, tc.want) {
-			t.Errorf("%v: exit %d stderr %q, want 2 and %q", tc.args, code, stderr, tc.want)
+		if code != tc.code || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d stderr %q, want %d and %q", tc.args, code, stderr, tc.code, tc.want)
 		}
 	}
 }

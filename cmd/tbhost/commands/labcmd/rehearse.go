@@ -51,7 +51,7 @@ func rehearseAction(c *cli.Context) error {
 	}
 	plan, err := lvm.LoadPlan(c.Args().First())
 	if err != nil {
-		return cliutil.Usage(err)
+		return cliutil.InputError(err)
 	}
 	hs, err := sizes.Parse(c.String("hdd-size"))
 	if err != nil || hs < 64<<20 {

@@ -61,7 +61,7 @@ EXAMPLES:
 			g := cliutil.Get(c)
 			plan, err := lvm.LoadPlan(c.Args().First())
 			if err != nil {
-				return cliutil.Problem(err)
+				return cliutil.InputError(err)
 			}
 			out := g.Stdout
 			if g.JSON {
@@ -186,7 +186,7 @@ EXAMPLES:
 			if f := c.String("plan"); f != "" {
 				p, err := lvm.LoadPlan(f)
 				if err != nil {
-					return cliutil.Problem(err)
+					return cliutil.InputError(err)
 				}
 				opts.Plan = p
 			}
@@ -195,7 +195,7 @@ EXAMPLES:
 			} else {
 				g.Log.Warn("inventory unavailable; images shown by device path only", "err", err)
 			}
-			rep, err := lvm.Status(c.Context, g.Runner, opts)
+			rep, err := lvm.Status(c.Context, g.LVMRunner(), opts)
 			if err != nil {
 				return cliutil.CannotRun(err)
 			}

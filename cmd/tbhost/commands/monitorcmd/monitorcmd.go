@@ -62,12 +62,15 @@ func topologyCommand() *cli.Command {
 			if err != nil {
 				return cliutil.CannotRun(err)
 			}
-			return g.Output(topo, func(w io.Writer) error {
+			if topo.Arrays == nil {
+				topo.Arrays = []monitor.Array{} // JSON: [], not null
+			}
+			if topo.Notes == nil {
+				topo.Notes = []string{}
+			}
+			if err := g.Output(topo, func(w io.Writer) error {
 				for _, n := range topo.Notes {
 					fmt.Fprintf(g.Stderr, "note: %s\n", n)
-				}
-				if len(topo.Arrays) == 0 {
-					fmt.Fprintln(w, "no RAID arrays found (no LVM RAID LV, no md device)")
 				}
 				for _, a := range topo.Arrays {
 					fmt.Fprintf(w, "%s  %s  %s  %d images  device %s\n", a.Name, a.Kind, a.Level, a.Images, orDash(a.Device))
@@ -83,7 +86,14 @@ func topologyCommand() *cli.Command {
 					}
 				}
 				return nil
-			})
+			}); err != nil {
+				return err
+			}
+			if len(topo.Arrays) == 0 {
+				// nothing to monitor: 3, as check (UNKNOWN) and watch say (README, exit codes)
+				return cliutil.CannotRun(errors.New("no RAID arrays found (no LVM RAID LV, no md device)"))
+			}
+			return nil
 		},
 	}
 }
@@ -182,7 +192,10 @@ func checkCommand() *cli.Command {
 				}
 			}
 			code := int(r.Status)
-			if c.Bool("quiet") && r.Status == monitor.OK {
+			// --quiet: nothing when OK (cron). Without --quiet the status line is
+			// printed also without a terminal: Nagios reads it. --json always
+			// prints its document.
+			if c.Bool("quiet") && r.Status == monitor.OK && !g.JSON {
 				return cliutil.WithCode(code, nil)
 			}
 			if g.JSON {
@@ -192,7 +205,10 @@ func checkCommand() *cli.Command {
 			} else if err := r.WriteText(g.Stdout); err != nil {
 				return nagios(c, err)
 			}
-			return cliutil.WithCode(code, nil)
+			if code != 0 {
+				return cliutil.Reported(code, r.Status.String()+" (see arrays)")
+			}
+			return nil
 		},
 	}
 }
@@ -264,6 +280,7 @@ func watchCommand() *cli.Command {
 			}
 			ctx, stop := cliutil.SignalContext(c)
 			defer stop()
+			g.JSONLines() // one object per refresh, written as it comes
 			th := monitor.DefaultThresholds()
 			th.MinReads = c.Float64("min-reads")
 			if err := slowThresholds(c, &th); err != nil {
@@ -296,7 +313,8 @@ func serveCommand() *cli.Command {
                                                                   ratio to the siblings' median, the
                                                                   fail-slow verdict 0/1/2)
      tbhost_array_status, _degraded, _syncing, _sync_progress_ratio, _integrity_mismatches,
-     tbhost_array_member_missing, tbhost_array_problems, tbhost_monitor_last_sample_timestamp_seconds
+     tbhost_array_member_missing, tbhost_array_problems, tbhost_monitor_last_sample_timestamp_seconds,
+     tbhost_monitor_arrays (0 when no array is found; the log says so too)
    Listens on loopback by default: put a reverse proxy or Prometheus on the same host,
    or pass --listen :9477 deliberately. Alerting rules: monitor/alerts/tbhost.rules.yml.`,
 		Flags: []cli.Flag{

@@ -91,7 +91,8 @@ func listCommand() *cli.Command {
 				}
 				list = append(list, entry{pb.Name, summary(pb.Description), pb.Description, pb.StepNames()})
 			}
-			return g.Output(list, func(w io.Writer) error {
+			// an object, as every tbhost JSON document (issue 18)
+			return g.Output(map[string][]entry{"playbooks": list}, func(w io.Writer) error {
 				for _, e := range list {
 					fmt.Fprintf(w, "%-16s %s\n", e.Name, e.Summary)
 				}
@@ -142,10 +143,13 @@ func validateCommand() *cli.Command {
 				Warnings []string `json:"warnings,omitempty"`
 			}
 			var results []result
-			bad := 0
+			bad, unreadable := 0, 0
 			for _, a := range args {
 				res := result{Playbook: a}
 				pb, err := load(a)
+				if cliutil.CodeOf(err) == cliutil.ExitCannotRun {
+					unreadable++ // the file could not be read: exit 3
+				}
 				if err == nil {
 					var warns playbooks.ErrorList
 					warns, err = playbooks.Validate(pb, liveCommands{c.App})
@@ -163,7 +167,7 @@ func validateCommand() *cli.Command {
 				res.OK = len(res.Errors) == 0
 				results = append(results, res)
 			}
-			err := g.Output(results, func(w io.Writer) error {
+			err := g.Output(map[string][]result{"playbooks": results}, func(w io.Writer) error {
 				for _, r := range results {
 					for _, e := range r.Errors {
 						fmt.Fprintf(w, "%s\n", e)
@@ -179,6 +183,9 @@ func validateCommand() *cli.Command {
 			})
 			if err != nil {
 				return err
+			}
+			if unreadable > 0 {
+				return cliutil.CannotRun(fmt.Errorf("%d of %d playbooks could not be read (named above)", unreadable, len(results)))
 			}
 			if bad > 0 {
 				return cliutil.WithCode(cliutil.ExitProblem, fmt.Errorf("%d of %d playbooks have errors", bad, len(results)))

@@ -123,6 +123,22 @@ func scheduleAction(c *cli.Context) error {
 			dest = "/etc/systemd/system"
 		}
 	}
+	// --json: {"files": [{"path", "content", "action"}], "next": "..."} (issue 18)
+	type fileJSON struct {
+		Path    string `json:"path"`
+		Content string `json:"content"`
+		Action  string `json:"action"` // print (no --install), wrote, unchanged
+	}
+	var doc struct {
+		Files []fileJSON `json:"files"`
+		Next  string     `json:"next,omitempty"`
+	}
+	if !c.Bool("install") && g.JSON {
+		for _, f := range files {
+			doc.Files = append(doc.Files, fileJSON{filepath.Join(dest, f.name), f.content, "print"})
+		}
+		return cliutil.PrintJSON(g.Stdout, doc)
+	}
 	if !c.Bool("install") {
 		for i, f := range files {
 			if i > 0 {
@@ -139,21 +155,32 @@ func scheduleAction(c *cli.Context) error {
 			return err
 		}
 	}
+	out := g.Stdout
+	if g.JSON {
+		out = io.Discard // the document below says it
+	}
 	for i, f := range files {
 		path := filepath.Join(dest, f.name)
 		if unchanged[i] {
-			fmt.Fprintf(g.Stdout, "unchanged: %s\n", path)
+			doc.Files = append(doc.Files, fileJSON{path, f.content, "unchanged"})
+			fmt.Fprintf(out, "unchanged: %s\n", path)
 			continue
 		}
 		if err := writeAtomic(path, f.content); err != nil {
 			return err
 		}
-		fmt.Fprintf(g.Stdout, "wrote %s\n", path)
+		doc.Files = append(doc.Files, fileJSON{path, f.content, "wrote"})
+		fmt.Fprintf(out, "wrote %s\n", path)
 	}
 	if c.Bool("cron") {
-		fmt.Fprintf(g.Stdout, "cron picks up %s by itself.\n", filepath.Join(dest, files[0].name))
+		doc.Next = fmt.Sprintf("cron picks up %s by itself.", filepath.Join(dest, files[0].name))
+		fmt.Fprintf(out, "%s\n", doc.Next)
 	} else {
-		fmt.Fprintf(g.Stdout, "next: systemctl daemon-reload && systemctl enable --now %s.timer\n", sch.UnitName())
+		doc.Next = fmt.Sprintf("systemctl daemon-reload && systemctl enable --now %s.timer", sch.UnitName())
+		fmt.Fprintf(out, "next: %s\n", doc.Next)
+	}
+	if g.JSON {
+		return cliutil.PrintJSON(g.Stdout, doc)
 	}
 	return nil
 }

@@ -84,10 +84,10 @@ func parseTables(ctx context.Context, g *cliutil.Globals, dirs []string, jobs in
 	}
 	srcs, err := prefix.FindTables(dirs)
 	if err != nil {
-		return nil, cliutil.Problem(err)
+		return nil, cliutil.InputError(err)
 	}
 	if len(srcs) == 0 {
-		return nil, cliutil.Problemf("no .rtbw or .rtbz files under %s: wrong directory, or the set is not mounted?", strings.Join(dirs, ", "))
+		return nil, cliutil.CannotRun(fmt.Errorf("no .rtbw or .rtbz files under %s: wrong directory, or the set is not mounted?", strings.Join(dirs, ", ")))
 	}
 	return prefix.ParseAll(ctx, srcs, jobs), nil
 }
@@ -309,6 +309,7 @@ func printPlan(w io.Writer, p prefix.Plan, list bool) error {
 	fmt.Fprintf(w, "tables:          %d\n", p.Tables)
 	fmt.Fprintf(w, "full prefixes:   %s on disk (%s bytes of prefix)\n", sizes.Format(p.FullOnDisk), commas(p.FullBytes))
 	fmt.Fprintf(w, "sparse prefixes: %s on disk (%s bytes of prefix)\n", sizes.Format(p.SparseOnDisk), commas(p.SparseBytes))
+	fmt.Fprintf(w, "(on disk: 4 KiB blocks per file, and %s for the manifest and the directory)\n", sizes.Format(p.OverheadOnDisk))
 	switch {
 	case p.FitsFull:
 		fmt.Fprintf(w, "\nFITS: every full prefix, %s used, %s (%s) left.\n", pct(p.FullOnDisk, p.Capacity), sizes.Format(p.Capacity-p.FullOnDisk), pct(p.Capacity-p.FullOnDisk, p.Capacity))
@@ -475,12 +476,14 @@ func verifyCommand() *cli.Command {
      not-regular  a directory, FIFO, device or socket where a prefix file should be
    The default reads only the store (NVMe) and stats the tables; --full also rereads each
    table's prefix bytes from the HDDs and compares. Exit 0 clean, 1 findings, 3 could not run.
+   Clean, it prints nothing without a terminal (cron mails only findings) or with --quiet.
    A stale prefix must never pass: servers that use the store check nothing themselves.`,
 		Flags: []cli.Flag{
 			tablesFlag(),
 			&cli.StringFlag{Name: "store", Usage: "prefix store directory `DIR`"},
 			&cli.BoolFlag{Name: "full", Usage: "also reread the tables' prefix bytes and compare (HDD reads)"},
 			jobsFlag(4),
+			cliutil.QuietFlag(),
 			cliutil.JSONFlag(),
 		},
 		Action: func(c *cli.Context) error {
@@ -496,18 +499,21 @@ func verifyCommand() *cli.Command {
 			defer cancel()
 			srcs, err := prefix.FindTables(c.StringSlice("tables"))
 			if err != nil {
-				return cliutil.Problem(err)
+				return cliutil.InputError(err)
 			}
 			if len(srcs) == 0 {
-				return cliutil.Problemf("no .rtbw or .rtbz files under %s", strings.Join(c.StringSlice("tables"), ", "))
+				return cliutil.CannotRun(fmt.Errorf("no .rtbw or .rtbz files under %s: wrong directory, or the set is not mounted?", strings.Join(c.StringSlice("tables"), ", ")))
 			}
 			opt := prefix.VerifyOptions{Store: c.String("store"), Full: c.Bool("full"), Jobs: n}
-			if p := terminalProgress(g); p != nil {
+			if p := terminalProgress(g); p != nil && !c.Bool("quiet") {
 				opt.Progress = p
 			}
 			rep, err := prefix.Verify(ctx, srcs, opt)
 			if err != nil {
 				return cliutil.CannotRun(err)
+			}
+			if len(rep.Findings) == 0 && g.SilentOnSuccess(c) {
+				return nil // cron: mail only findings
 			}
 			if err := g.Output(rep, func(w io.Writer) error {
 				for _, f := range rep.Findings {
@@ -525,7 +531,7 @@ func verifyCommand() *cli.Command {
 				return err
 			}
 			if len(rep.Findings) > 0 {
-				return cliutil.WithCode(cliutil.ExitProblem, nil)
+				return cliutil.Reported(cliutil.ExitProblem, fmt.Sprintf("%d findings in %s", len(rep.Findings), rep.Store))
 			}
 			return nil
 		},

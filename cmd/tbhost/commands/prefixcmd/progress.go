@@ -41,6 +41,7 @@ type barProgress struct {
 	bar   *progressbar.ProgressBar
 	files int
 	done  int
+	ended bool
 }
 
 func (p *barProgress) Begin(files int, bytes int64) {
@@ -53,11 +54,9 @@ func (p *barProgress) Begin(files int, bytes int64) {
 		progressbar.OptionUseIECUnits(true),
 		progressbar.OptionSetPredictTime(true),
 		progressbar.OptionSetElapsedTime(true),
-		progressbar.OptionShowElapsedTimeOnFinish(),
 		progressbar.OptionFullWidth(),
 		progressbar.OptionThrottle(100_000_000),
 		progressbar.OptionSetDescription(fmt.Sprintf("files 0/%d", files)),
-		progressbar.OptionOnCompletion(func() { fmt.Fprintln(p.w) }),
 	)
 }
 
@@ -71,6 +70,9 @@ func (p *barProgress) Done(name string, _ int64, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.done++
+	if p.ended {
+		return
+	}
 	p.bar.Describe(fmt.Sprintf("files %d/%d", p.done, p.files))
 	if err != nil {
 		_ = p.bar.Clear()
@@ -78,10 +80,18 @@ func (p *barProgress) Done(name string, _ int64, err error) {
 	}
 }
 
+// End removes the bar from the terminal: the summary line that follows
+// starts at column 0 (issue 18: "...| (5.8 MiB/s) [0s]extract into ...").
 func (p *barProgress) End() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.bar == nil || p.ended {
+		return
+	}
+	p.ended = true
 	_ = p.bar.Finish()
+	_ = p.bar.Clear()
+	fmt.Fprint(p.w, "\r\033[K") // also what Clear's width missed
 }
 
 // lineProgress prints one line per finished file (logs, cron, pipes).
