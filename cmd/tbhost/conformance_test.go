@@ -36,6 +36,8 @@ func forcedFailures(missing string) map[string]struct {
 		"lvm plan":                {[]string{"--root", missing, "lvm", "plan"}, 3},
 		"lvm apply":               {[]string{"lvm", "apply", "--dry-run", missing + "/plan.yaml"}, 3},
 		"lvm status":              {[]string{"lvm", "status", "--plan", missing + "/plan.yaml"}, 3},
+		"lvm replace":             {[]string{"--root", missing, "lvm", "replace", "--dry-run", "vg-hdd/tables", "--old", "missing", "--new", "/dev/sdz"}, 3},
+		"tables sync":             {[]string{"tables", "sync", "--from", missing, "--to", missing, "--checksums", missing}, 3},
 		"prefix stats":            {[]string{"prefix", "stats", missing}, 3},
 		"prefix plan":             {[]string{"prefix", "plan", "--tables", missing, "--capacity", "1GiB"}, 3},
 		"prefix extract":          {[]string{"prefix", "extract", "--tables", missing, "--store", missing}, 3},
