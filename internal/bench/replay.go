@@ -158,6 +158,9 @@ func (w Warmup) String() string {
 type ReplayOptions struct {
 	Paths   []string // from ReadLog
 	Targets []string // base URLs, e.g. http://127.0.0.1:9090
+	// Names, if set, name the targets in the report (--target old=URL), one
+	// per target; a target without a name is named by its URL.
+	Names   []string
 	Clients int
 	Warmup  Warmup
 	Rate    float64
@@ -242,7 +245,11 @@ func RunReplay(ctx context.Context, o ReplayOptions) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		run := newRun(o.Targets[i], load, res)
+		name := o.Targets[i]
+		if i < len(o.Names) && o.Names[i] != "" {
+			name = o.Names[i]
+		}
+		run := newRun(name, load, res)
 		run.Target = o.Targets[i]
 		rep.Runs = append(rep.Runs, run)
 		if ctx.Err() != nil {

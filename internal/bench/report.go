@@ -110,6 +110,9 @@ type Report struct {
 	Weight  *Weighting `json:"weight,omitempty"`
 	Seed    uint64     `json:"seed,omitempty"`
 	Runs    []Run      `json:"runs"`
+	// Gates: bench replay's cutover conditions (--gate), each checked on
+	// every target it applies to; one failing makes the run exit 1.
+	Gates []GateResult `json:"gates,omitempty"`
 	Notices []string   `json:"notices,omitempty"`
 	Files   []string   `json:"files,omitempty"` // written under --out
 }
@@ -186,6 +189,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if err := r.WriteDisks(w); err != nil {
 		return err
+	}
+	for _, gr := range r.Gates {
+		verdict := "PASS"
+		if !gr.Pass {
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(w, "gate %s %s\n", verdict, gr.Message)
 	}
 	for _, n := range r.Notices {
 		fmt.Fprintf(w, "note: %s\n", n)

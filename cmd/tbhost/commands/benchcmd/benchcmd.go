@@ -165,6 +165,15 @@ func finish(c *cli.Context, g *cliutil.Globals, rep *bench.Report, sinks ...*ben
 	if rep.Failed() {
 		return cliutil.Problemf("some requests failed or the run stopped early (see above)")
 	}
+	var failed []string
+	for _, gr := range rep.Gates {
+		if !gr.Pass {
+			failed = append(failed, gr.Message)
+		}
+	}
+	if len(failed) > 0 {
+		return cliutil.Problemf("cutover gate failed: %s", strings.Join(failed, "; "))
+	}
 	return nil
 }
 
@@ -403,7 +412,8 @@ func replayCommand() *cli.Command {
    ./bench-failures.csv, created only when something failed) and makes the exit code 1.`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "log", Usage: "request log `FILE` (- for stdin); required"},
-			&cli.StringSliceFlag{Name: "target", Usage: "base `URL` of a tablebase server, e.g. http://127.0.0.1:9090 (repeat to compare); required"},
+			&cli.StringSliceFlag{Name: "target", Usage: "base `URL` of a tablebase server, e.g. http://127.0.0.1:9090, or NAME=URL to name it for --gate (old=http://old-host:9090); repeat to compare; required"},
+			&cli.StringSliceFlag{Name: "gate", Usage: "cutover condition `STAT<=LIMIT`, checked on every other target: 'p99<=1.0*old' (no worse than the target named old), 'p99.9<=1.1*old', 'p99<=50ms'; STAT is p50, p90, p99, p99.9, max or mean; exit 1 when one fails (repeat for several)"},
 			&cli.StringFlag{Name: "warmup", Value: "80%", Usage: "requests not measured: a count or a share of the log"},
 			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "per request; a request that takes longer fails"},
 			&cli.StringFlag{Name: "failures", Usage: "CSV `FILE` for failed requests (target, seq, path, status, error, latency_ms, warmup)"},
@@ -423,6 +433,33 @@ func runReplay(c *cli.Context) error {
 	warm, err := bench.ParseWarmup(c.String("warmup"))
 	if err != nil {
 		return cliutil.Usage(err)
+	}
+	var names, urls []string
+	seenName := map[string]bool{}
+	for _, t := range c.StringSlice("target") {
+		n, u, err := bench.ParseTarget(t)
+		if err != nil {
+			return cliutil.Usage(err)
+		}
+		if seenName[n] {
+			return cliutil.Usagef("--target %q: the name %q is given twice", t, n)
+		}
+		seenName[n] = true
+		names, urls = append(names, n), append(urls, u)
+	}
+	var gates []bench.Gate
+	for _, s := range c.StringSlice("gate") {
+		gt, err := bench.ParseGate(s)
+		if err != nil {
+			return cliutil.Usage(err)
+		}
+		if gt.Ref != "" && !seenName[gt.Ref] {
+			return cliutil.Usagef("--gate %q: no target named %q; name one with --target %s=URL", s, gt.Ref, gt.Ref)
+		}
+		if gt.Ref != "" && len(urls) < 2 {
+			return cliutil.Usagef("--gate %q compares targets: give at least two --target", s)
+		}
+		gates = append(gates, gt)
 	}
 	if c.Int("clients") < 1 || c.Int("clients") > bench.MaxClients {
 		return cliutil.Usagef("--clients %d: want 1 to %d", c.Int("clients"), bench.MaxClients)
@@ -466,7 +503,7 @@ func runReplay(c *cli.Context) error {
 	}
 	pb := newBar(g)
 	rep, err := bench.RunReplay(ctx, bench.ReplayOptions{
-		Paths: paths, Targets: c.StringSlice("target"), Clients: c.Int("clients"), Warmup: warm,
+		Paths: paths, Targets: urls, Names: names, Clients: c.Int("clients"), Warmup: warm,
 		Rate: c.Float64("rate"), Timeout: c.Duration("timeout"), Failures: fails, Raw: raw,
 		Progress: pb.set,
 	})
@@ -477,6 +514,11 @@ func runReplay(c *cli.Context) error {
 			raw.Close()
 		}
 		return cliutil.Usage(err)
+	}
+	if len(gates) > 0 && len(rep.Runs) == len(urls) {
+		if rep.Gates, err = bench.CheckGates(gates, rep.Runs); err != nil {
+			return cliutil.Usage(err)
+		}
 	}
 	return finish(c, g, rep, fails, raw)
 }
@@ -498,6 +540,7 @@ func serveCommand() *cli.Command {
 			tablesFlag(),
 			storeFlag(),
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9090", Usage: "`ADDR` to listen on"},
+			&cli.DurationFlag{Name: "delay", Usage: "answer every request `DURATION` later: a stand-in for a slower host when trying a --gate of bench replay"},
 		}, ioFlags()...),
 		Action: func(c *cli.Context) error {
 			g := cliutil.Get(c)
@@ -520,7 +563,10 @@ func serveCommand() *cli.Command {
 			if err != nil {
 				return cliutil.CannotRun(fmt.Errorf("--listen %s: %w (port in use? pick another)", c.String("listen"), err))
 			}
-			srv := &http.Server{Handler: tg, ReadHeaderTimeout: 10 * time.Second}
+			if c.Duration("delay") < 0 {
+				return cliutil.Usagef("--delay %s: not negative", c.Duration("delay"))
+			}
+			srv := &http.Server{Handler: bench.Delayed(tg, c.Duration("delay")), ReadHeaderTimeout: 10 * time.Second}
 			go func() {
 				<-ctx.Done()
 				shut, done := context.WithTimeout(context.Background(), 5*time.Second)
