@@ -110,11 +110,12 @@ type Report struct {
 	Weight  *Weighting `json:"weight,omitempty"`
 	Seed    uint64     `json:"seed,omitempty"`
 	Runs    []Run      `json:"runs"`
+	Notices []string   `json:"notices,omitempty"`
+	Files   []string   `json:"files,omitempty"` // written under --out
+
 	// Gates: bench replay's cutover conditions (--gate), each checked on
 	// every target it applies to; one failing makes the run exit 1.
 	Gates []GateResult `json:"gates,omitempty"`
-	Notices []string   `json:"notices,omitempty"`
-	Files   []string   `json:"files,omitempty"` // written under --out
 }
 
 // Failed reports whether any run had failures or stopped early.
