@@ -26,6 +26,14 @@ type Load struct {
 	// (no coordinated omission). 0 means closed loop: each client sends its
 	// next request as soon as the previous one has finished.
 	Rate float64
+	// Schedule, when set, is the intended send time of every request as an
+	// offset from the start (a log's own timestamps, bench replay --speed):
+	// open loop like Rate, latency measured from the intended time. It
+	// needs one offset per request, not decreasing.
+	Schedule []time.Duration
+	// LateAfter is how far behind its intended time a request may be sent
+	// before it counts as late (Result.Late); default 1 ms.
+	LateAfter time.Duration
 	// Progress, when set, is called about once a second from a separate
 	// goroutine with the number of finished requests (for progress bars).
 	Progress func(done, total int64)
@@ -53,6 +61,15 @@ func (l Load) Validate() error {
 		return fmt.Errorf("--warmup %d leaves nothing to measure out of %d requests; lower --warmup or raise --requests", l.Warmup, l.Requests)
 	case l.Rate < 0:
 		return fmt.Errorf("--rate %g: must not be negative (0 = closed loop)", l.Rate)
+	case l.Schedule != nil && l.Rate > 0:
+		return fmt.Errorf("--rate and a timed log's schedule exclude each other: give --speed 0 to ignore the log's timestamps, or leave out --rate")
+	case l.Schedule != nil && int64(len(l.Schedule)) != l.Requests:
+		return fmt.Errorf("schedule of %d send times for %d requests", len(l.Schedule), l.Requests)
+	}
+	for i := 1; i < len(l.Schedule); i++ {
+		if l.Schedule[i] < l.Schedule[i-1] || l.Schedule[0] < 0 {
+			return fmt.Errorf("schedule: request %d is due before request %d", i, i-1)
+		}
 	}
 	return nil
 }
@@ -106,6 +123,13 @@ type Result struct {
 	StoppedEarly   error         // non-nil when ctx ended the run before all requests
 	Statuses       map[int]int64 // HTTP statuses of measured requests (0 = transport error)
 	FirstError     string        // the first failure's error, for the report
+
+	// Late counts the requests (warm-up included) an open-loop run sent
+	// more than Load.LateAfter after their intended time: every client was
+	// busy, so the load generator, not the server, fell behind; their
+	// latency still counts from the intended time. Dropped counts those
+	// never sent because the run ended first.
+	Late, Dropped int64
 }
 
 // Rate is measured requests per second over the measured window.
@@ -120,6 +144,7 @@ func (r *Result) Rate() float64 {
 type clientStats struct {
 	ok, failed                   *hdrhistogram.Histogram
 	issued, failures, warmupFail int64
+	late                         int64
 	probes, reads, slow          int64
 	firstMeasured                time.Time
 	statuses                     map[int]int64
@@ -151,6 +176,10 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 			}
 		}()
 	}
+	lateAfter := load.LateAfter
+	if lateAfter <= 0 {
+		lateAfter = time.Millisecond
+	}
 	var interval time.Duration
 	if load.Rate > 0 {
 		interval = time.Duration(float64(time.Second) / load.Rate)
@@ -177,8 +206,15 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 					return nil
 				}
 				begin := time.Now()
-				if interval > 0 {
-					begin = start.Add(time.Duration(seq) * interval)
+				if interval > 0 || load.Schedule != nil {
+					if load.Schedule != nil {
+						begin = start.Add(load.Schedule[seq])
+					} else {
+						begin = start.Add(time.Duration(seq) * interval)
+					}
+					if behind := time.Since(begin); behind > lateAfter {
+						st.late++
+					}
 					if wait := time.Until(begin); wait > 0 {
 						t := time.NewTimer(wait)
 						select {
@@ -228,7 +264,7 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 				}
 				if observe != nil {
 					observe(Sample{Seq: seq, Client: client, Start: begin, Latency: lat, Warmup: warm,
-						Outcome: out, Elapsed: end.Sub(start), Intended: interval > 0})
+						Outcome: out, Elapsed: end.Sub(start), Intended: interval > 0 || load.Schedule != nil})
 				}
 			}
 			return nil
@@ -244,6 +280,7 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 		res.Issued += st.issued
 		res.Failures += st.failures
 		res.WarmupFailures += st.warmupFail
+		res.Late += st.late
 		res.Probes += st.probes
 		res.Reads += st.reads
 		res.SlowReads += st.slow
@@ -259,6 +296,9 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 	}
 	if !first.IsZero() {
 		res.Measured = end.Sub(first)
+	}
+	if res.Issued < load.Requests {
+		res.Dropped = load.Requests - res.Issued
 	}
 	if ctx.Err() != nil && res.Issued < load.Requests {
 		res.StoppedEarly = fmt.Errorf("stopped after %d of %d requests: %w", res.Issued, load.Requests, context.Cause(ctx))

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,46 +24,77 @@ type Log struct {
 	// not (space, CR, control characters, non-ASCII, a stray %); they were
 	// percent-encoded, never sent verbatim.
 	Escaped int
+	// Offsets, for a timed log (every request line has a timestamp), is
+	// each request's time after the first one's; nil for an untimed log.
+	Offsets []time.Duration
+	// Disordered counts timed lines earlier than the line before them
+	// (servers log a request when it ends): sent right after it instead.
+	Disordered int
+	// Skipped counts access-log lines of other methods than GET and HEAD.
+	Skipped int
 }
 
-// ReadLog reads a request log: one FEN per line, or one URL path per line
-// ("/standard?fen=..."; a full http(s) URL keeps only its path and query).
-// Blank lines and lines starting with # are skipped. FENs become
-// GET /standard?fen=.... A production log is user-controlled input: every
-// path is made a valid origin-form request-target (RFC 9112 3.2.1, RFC
-// 3986), so no CR, LF, space or control byte ever reaches the server.
+// ReadLog reads a request log, one request per line, in one of these forms
+// (blank lines and lines starting with # are skipped):
+//
+//	8/8/8/8/8/8/8/KRk5 w - - 0 1                 a FEN: GET /standard?fen=...
+//	/standard?fen=...                            a request target
+//	https://tablebase.lichess.ovh/standard?...   a URL: its path and query
+//
+// or, with the time each request was made (a timed log, replayed at its
+// own pace by bench replay):
+//
+//	1733061558.123 /standard?fen=...             nginx $msec, then a target, URL or FEN
+//	2026-12-01T13:59:18.123Z /standard?fen=...   RFC 3339 time ($time_iso8601), then the same
+//	127.0.0.1 - - [01/Dec/2026:13:59:18 +0000] "GET /standard?fen=... HTTP/1.1" 200 ...
+//	                                             the combined/common access log format of
+//	                                             nginx and Apache ($time_local; fractions of
+//	                                             a second allowed); methods other than GET
+//	                                             and HEAD are skipped
+//
+// A log is timed or not as a whole. A production log is user-controlled
+// input: every path is made a valid origin-form request-target (RFC 9112
+// 3.2.1, RFC 3986), so no CR, LF, space or control byte ever reaches the
+// server.
 func ReadLog(r io.Reader) (Log, error) {
 	var l Log
-	add := func(p string, escaped bool) {
-		e := EscapeTarget(p)
-		if escaped || e != p {
-			l.Escaped++
-		}
-		l.Paths = append(l.Paths, e)
-	}
+	var times []time.Time
+	timed := -1 // unknown until the first request line
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	line := 0
 	for sc.Scan() {
 		line++
 		s := strings.TrimSpace(sc.Text())
-		switch {
-		case s == "" || strings.HasPrefix(s, "#"):
+		if s == "" || strings.HasPrefix(s, "#") {
 			continue
-		case strings.HasPrefix(s, "/"):
-			add(s, false)
-		case strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://"):
-			e := EscapeTarget(s) // url.Parse refuses control bytes; escape them like a path's
-			u, err := url.Parse(e)
-			if err != nil {
-				return Log{}, fmt.Errorf("line %d: %w", line, err)
-			}
-			add(u.RequestURI(), e != s)
-		default:
-			if strings.Count(s, "/") != 7 {
-				return Log{}, fmt.Errorf("line %d: %.80q is neither a FEN (8 ranks separated by /) nor a URL path starting with /", line, s)
-			}
-			add("/standard?fen="+url.QueryEscape(s), false)
+		}
+		when, rest, isTimed, skip, err := splitTime(s)
+		if err != nil {
+			return Log{}, fmt.Errorf("line %d: %w", line, err)
+		}
+		if skip {
+			l.Skipped++
+			continue
+		}
+		switch {
+		case timed == -1 && isTimed:
+			timed = 1
+		case timed == -1:
+			timed = 0
+		case (timed == 1) != isTimed:
+			return Log{}, fmt.Errorf("line %d: %.80q: a log is timed on every line or on none (the first request line decided: timed %v)", line, s, timed == 1)
+		}
+		target, escaped, err := requestTarget(rest)
+		if err != nil {
+			return Log{}, fmt.Errorf("line %d: %w", line, err)
+		}
+		if escaped {
+			l.Escaped++
+		}
+		l.Paths = append(l.Paths, target)
+		if isTimed {
+			times = append(times, when)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -71,7 +103,94 @@ func ReadLog(r io.Reader) (Log, error) {
 	if len(l.Paths) == 0 {
 		return Log{}, errors.New("no requests in the log (empty, or only comments)")
 	}
+	if timed == 1 {
+		l.Offsets = make([]time.Duration, len(times))
+		for i, t := range times {
+			d := t.Sub(times[0])
+			if i > 0 && d < l.Offsets[i-1] {
+				d = l.Offsets[i-1]
+				l.Disordered++
+			}
+			l.Offsets[i] = d
+		}
+		if span := l.Offsets[len(l.Offsets)-1]; span > 31*24*time.Hour {
+			return Log{}, fmt.Errorf("the log's timestamps span %s: more than a month (a wrong field read as time?)", span)
+		}
+	}
 	return l, nil
+}
+
+// requestTarget turns a log entry (FEN, target or URL) into a safe request-target.
+func requestTarget(s string) (target string, escaped bool, err error) {
+	switch {
+	case strings.HasPrefix(s, "/"):
+		e := EscapeTarget(s)
+		return e, e != s, nil
+	case strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://"):
+		e := EscapeTarget(s) // url.Parse refuses control bytes; escape them like a path's
+		u, err := url.Parse(e)
+		if err != nil {
+			return "", false, err
+		}
+		t := u.RequestURI()
+		return EscapeTarget(t), e != s, nil
+	default:
+		if strings.Count(s, "/") != 7 {
+			return "", false, fmt.Errorf("%.80q is neither a FEN (8 ranks separated by /) nor a URL path starting with /", s)
+		}
+		return "/standard?fen=" + url.QueryEscape(s), false, nil
+	}
+}
+
+var (
+	msecRE     = regexp.MustCompile(`^([0-9]{9,11})(?:\.([0-9]{1,9}))?\s+(.+)$`)
+	accessRE   = regexp.MustCompile(`^\S+ \S+ \S+ \[([^\]]+)\] "([A-Z]+) (\S+)(?: [^"]*)?"`)
+	rfc3339Pre = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T\S+\s+`)
+)
+
+// splitTime takes the timestamp off a timed line: it returns the time, the
+// rest (the request), whether the line was timed, and whether it is an
+// access-log line to skip (another method).
+func splitTime(s string) (when time.Time, rest string, timed, skip bool, err error) {
+	if m := accessRE.FindStringSubmatch(s); m != nil {
+		t, err := parseAccessTime(m[1])
+		if err != nil {
+			return time.Time{}, "", false, false, err
+		}
+		if m[2] != "GET" && m[2] != "HEAD" {
+			return t, "", true, true, nil
+		}
+		return t, m[3], true, false, nil
+	}
+	if m := msecRE.FindStringSubmatch(s); m != nil && !strings.Contains(m[1], "/") {
+		sec, _ := strconv.ParseInt(m[1], 10, 64)
+		var ns int64
+		if m[2] != "" {
+			frac := (m[2] + "000000000")[:9]
+			ns, _ = strconv.ParseInt(frac, 10, 64)
+		}
+		return time.Unix(sec, ns), strings.TrimSpace(m[3]), true, false, nil
+	}
+	if loc := rfc3339Pre.FindStringIndex(s); loc != nil {
+		field := strings.TrimSpace(s[:loc[1]])
+		t, err := time.Parse(time.RFC3339Nano, field)
+		if err != nil {
+			return time.Time{}, "", false, false, fmt.Errorf("timestamp %q: want RFC 3339 (2026-12-01T13:59:18.123Z): %w", field, err)
+		}
+		return t, strings.TrimSpace(s[loc[1]:]), true, false, nil
+	}
+	return time.Time{}, s, false, false, nil
+}
+
+// parseAccessTime reads $time_local: 01/Dec/2026:13:59:18 +0000, with an
+// optional fraction of a second (01/Dec/2026:13:59:18.123 +0000).
+func parseAccessTime(v string) (time.Time, error) {
+	for _, layout := range []string{"02/Jan/2006:15:04:05 -0700", "02/Jan/2006:15:04:05.999999999 -0700"} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("access log time [%.40s]: want [01/Dec/2026:13:59:18 +0000]", v)
 }
 
 // EscapeTarget returns p with every byte that may not appear in an
@@ -172,6 +291,12 @@ type ReplayOptions struct {
 	// Progress, when set, is told about each target's start and, about
 	// once a second, its finished requests.
 	Progress func(target string, done, total int64)
+
+	// Schedule, when set, is the intended send time of each request after
+	// the start (a timed log's Offsets divided by the speed); Speed is that
+	// speed, for the report.
+	Schedule []time.Duration
+	Speed    float64
 }
 
 // FailureHeader is the CSV columns of the failures file.
@@ -211,7 +336,7 @@ func RunReplay(ctx context.Context, o ReplayOptions) (*Report, error) {
 		}
 		bases[i] = u
 	}
-	load := Load{Clients: o.Clients, Requests: int64(len(o.Paths)), Warmup: o.Warmup.Of(int64(len(o.Paths))), Rate: o.Rate}
+	load := Load{Clients: o.Clients, Requests: int64(len(o.Paths)), Warmup: o.Warmup.Of(int64(len(o.Paths))), Rate: o.Rate, Schedule: o.Schedule}
 	if err := load.Validate(); err != nil {
 		if load.Warmup >= load.Requests {
 			return nil, fmt.Errorf("--warmup %s is %d of the log's %d requests: nothing left to measure; lower --warmup (e.g. 80%%)", o.Warmup, load.Warmup, load.Requests)
@@ -219,6 +344,9 @@ func RunReplay(ctx context.Context, o ReplayOptions) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Command: "replay", Started: time.Now().UTC(), Clients: o.Clients, Rate: o.Rate}
+	if o.Schedule != nil {
+		rep.Speed = o.Speed
+	}
 	for i, base := range bases {
 		if o.Progress != nil {
 			name := o.Targets[i]

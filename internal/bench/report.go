@@ -43,6 +43,11 @@ type Run struct {
 
 	StoppedEarly string `json:"stopped_early,omitempty"`
 	FirstError   string `json:"first_error,omitempty"`
+	// open loop (--rate, a timed log): requests sent late because every
+	// client was busy (their latency counts from the intended time), and
+	// requests never sent
+	Late    int64 `json:"late"`
+	Dropped int64 `json:"dropped"`
 
 	hist *hdrhistogram.Histogram // all measured requests, for the ECDF
 }
@@ -86,6 +91,7 @@ func newRun(name string, load Load, res *Result) Run {
 		r.StoppedEarly = res.StoppedEarly.Error()
 	}
 	r.FirstError = res.FirstError
+	r.Late, r.Dropped = res.Late, res.Dropped
 	return r
 }
 
@@ -113,6 +119,8 @@ type Report struct {
 	Notices []string   `json:"notices,omitempty"`
 	Files   []string   `json:"files,omitempty"` // written under --out
 
+	// Speed: a timed log replayed at its own pace times Speed (0: not timed).
+	Speed float64 `json:"speed,omitempty"`
 	// Gates: bench replay's cutover conditions (--gate), each checked on
 	// every target it applies to; one failing makes the run exit 1.
 	Gates []GateResult `json:"gates,omitempty"`
@@ -152,8 +160,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 		return err
 	}
 	mode := "closed loop"
-	if r.Rate > 0 {
+	switch {
+	case r.Rate > 0:
 		mode = fmt.Sprintf("open loop at %g req/s (latency from the intended send time)", r.Rate)
+	case r.Speed > 0:
+		mode = fmt.Sprintf("open loop at the log's own pace x%g (latency from the intended send time)", r.Speed)
 	}
 	fmt.Fprintf(w, "\n%d clients, %s; percentiles over measured requests (warm-up excluded), failed ones included.\n", r.Clients, mode)
 	caches := map[string]bool{}
@@ -180,6 +191,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		if run.StoppedEarly != "" {
 			parts = append(parts, run.StoppedEarly)
+		}
+		if run.Late > 0 || run.Dropped > 0 {
+			parts = append(parts, fmt.Sprintf("%d requests sent late (every client busy), %d never sent", run.Late, run.Dropped))
 		}
 		if run.Cache != nil && run.Cache.Notice != "" {
 			parts = append(parts, "cache: "+run.Cache.Notice)

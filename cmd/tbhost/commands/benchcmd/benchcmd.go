@@ -413,6 +413,7 @@ func replayCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "log", Usage: "request log `FILE` (- for stdin); required"},
 			&cli.StringSliceFlag{Name: "target", Usage: "base `URL` of a tablebase server, e.g. http://127.0.0.1:9090, or NAME=URL to name it for --gate (old=http://old-host:9090); repeat to compare; required"},
+			&cli.Float64Flag{Name: "speed", Value: 1, Usage: "a timed log (nginx $msec, RFC 3339 or access-log times) is replayed at its own pace times `X` (2 = twice as fast), latency from each request's intended send time; 0 ignores the timestamps"},
 			&cli.StringSliceFlag{Name: "gate", Usage: "cutover condition `STAT<=LIMIT`, checked on every other target: 'p99<=1.0*old' (no worse than the target named old), 'p99.9<=1.1*old', 'p99<=50ms'; STAT is p50, p90, p99, p99.9, max or mean; exit 1 when one fails (repeat for several)"},
 			&cli.StringFlag{Name: "warmup", Value: "80%", Usage: "requests not measured: a count or a share of the log"},
 			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "per request; a request that takes longer fails"},
@@ -502,7 +503,31 @@ func runReplay(c *cli.Context) error {
 			len(paths), warm, len(c.StringSlice("target")), c.Int("clients"))
 	}
 	pb := newBar(g)
+	var schedule []time.Duration
+	speed := c.Float64("speed")
+	switch {
+	case speed < 0 || speed > 1000:
+		return cliutil.Usagef("--speed %g: want 0 (ignore the log's times) or a factor up to 1000", speed)
+	case log.Offsets != nil && speed > 0 && c.Float64("rate") > 0:
+		return cliutil.Usagef("--rate with a timed log: give --speed 0 to ignore its timestamps, or leave out --rate")
+	case log.Offsets != nil && speed > 0:
+		schedule = make([]time.Duration, len(log.Offsets))
+		for i, o := range log.Offsets {
+			schedule[i] = time.Duration(float64(o) / speed)
+		}
+		if !g.JSON {
+			fmt.Fprintf(g.Stderr, "bench replay: a timed log (%s of requests): at its own pace x%g, %s\n",
+				log.Offsets[len(log.Offsets)-1].Round(time.Millisecond), speed, schedule[len(schedule)-1].Round(time.Millisecond))
+		}
+	}
+	if log.Disordered > 0 {
+		fmt.Fprintf(g.Stderr, "note: %d log lines are earlier than the line before them (logged when the request ended): sent right after it\n", log.Disordered)
+	}
+	if log.Skipped > 0 {
+		fmt.Fprintf(g.Stderr, "note: %d access-log lines of other methods than GET/HEAD skipped\n", log.Skipped)
+	}
 	rep, err := bench.RunReplay(ctx, bench.ReplayOptions{
+		Schedule: schedule, Speed: speed,
 		Paths: paths, Targets: urls, Names: names, Clients: c.Int("clients"), Warmup: warm,
 		Rate: c.Float64("rate"), Timeout: c.Duration("timeout"), Failures: fails, Raw: raw,
 		Progress: pb.set,
