@@ -767,7 +767,41 @@ func (r *run) action(ctx context.Context, i int, s Step, res *StepResult, starte
 	if s.Retries > 0 {
 		reason = fmt.Sprintf("%s, after %d attempts", reason, s.Retries+1)
 	}
+	if s.OnFailure != nil && ctx.Err() == nil {
+		reason += "; " + r.onFailure(ctx, i, s)
+	}
 	return finish(StepFailed, reason)
+}
+
+// onFailure runs a failed step's on_failure command (a rollback hook) and
+// says how it went, for the step's reason.
+func (r *run) onFailure(ctx context.Context, i int, s Step) string {
+	argv, _, err := r.resolve(*s.OnFailure)
+	if err != nil {
+		return "on_failure not run: " + err.Error()
+	}
+	r.header(i, "failed: running on_failure: %s", r.display(argv))
+	var tail tailBuffer
+	var w io.Writer = &tail
+	if !r.opts.Quiet {
+		w = io.MultiWriter(r.out, &tail)
+	}
+	start := r.e.now()
+	code, runErr := r.e.Runner.Run(ctx, Cmd{Argv: argv, Env: r.env(s.Name), Out: w, Inherit: r.inherit()})
+	ev := Event{Event: "check", Step: s.Name, Kind: "on_failure", Argv: argv, Start: start, End: r.e.now(), ExitCode: &code, Output: tail.String()}
+	switch {
+	case runErr != nil:
+		ev.Reason = runErr.Error()
+		r.event(ev)
+		return "on_failure could not run: " + runErr.Error()
+	case code != 0:
+		ev.Status = StepFailed
+		r.event(ev)
+		return fmt.Sprintf("on_failure %s exited %d", r.display(argv), code)
+	}
+	ev.Status = StepDone
+	r.event(ev)
+	return fmt.Sprintf("on_failure %s ran", r.display(argv))
 }
 
 // finishNotice tells the user, when the first interrupt arrives while a

@@ -710,3 +710,51 @@ steps:
 type runnerFunc func(ctx context.Context, c Cmd) (int, error)
 
 func (f runnerFunc) Run(ctx context.Context, c Cmd) (int, error) { return f(ctx, c) }
+
+// on_failure: the rollback hook runs when the step fails (after its
+// retries), never when it passes, is skipped or refused; the step stays
+// failed and the reason says what the hook did.
+func TestOnFailureRunsTheHookOnlyWhenTheStepFails(t *testing.T) {
+	const src = `name: watch
+params:
+  - name: rollback
+    default: "echo rolling back"
+steps:
+  - name: watch
+    tbhost: [monitor, check]
+    retries: 1
+    on_failure:
+      shell: [sh, -c, "{{.rollback}}"]
+  - name: after
+    tbhost: [lvm, status]
+`
+	f := newFake().on("/bin/tbhost monitor check", 2)
+	e, out := newEngine(f)
+	rep := runPB(t, e, src, Options{})
+	calls := strings.Join(f.called(), "\n")
+	if statuses(rep) != "watch=failed after=not-run" || strings.Count(calls, "sh -c echo rolling back") != 1 || strings.Count(calls, "monitor check") != 2 {
+		t.Fatalf("statuses %s, calls:\n%s", statuses(rep), calls)
+	}
+	if !strings.Contains(rep.Steps[0].Reason, "on_failure") || !strings.Contains(out.String(), "running on_failure") {
+		t.Errorf("reason %q / output do not say the hook ran:\n%s", rep.Steps[0].Reason, out.String())
+	}
+	// a failing hook is reported, the step still failed
+	f = newFake().on("/bin/tbhost monitor check", 2).on("sh -c echo rolling back", 7)
+	e, _ = newEngine(f)
+	if rep := runPB(t, e, src, Options{}); !strings.Contains(rep.Steps[0].Reason, "exited 7") {
+		t.Errorf("a failing hook: reason %q", rep.Steps[0].Reason)
+	}
+	// the step passes: no hook
+	f = newFake()
+	e, _ = newEngine(f)
+	if rep := runPB(t, e, src, Options{}); statuses(rep) != "watch=done after=done" || strings.Contains(strings.Join(f.called(), "\n"), "rolling back") {
+		t.Errorf("passing step: %s, calls %q", statuses(rep), f.called())
+	}
+	// exists is not a hook: refused when parsed or validated
+	bad := strings.Replace(src, `shell: [sh, -c, "{{.rollback}}"]`, "exists: /tmp", 1)
+	if pb, err := Parse("t.yaml", []byte(bad)); err == nil {
+		if _, err := Validate(pb, acceptAll{}); err == nil {
+			t.Error("on_failure: exists accepted")
+		}
+	}
+}

@@ -101,6 +101,11 @@ type Step struct {
 	OnInterrupt string
 	ExitStatus  map[int]string // Nagios playbooks: exit code -> OK/WARNING/CRITICAL/UNKNOWN
 	Pos         Pos
+
+	// OnFailure runs when the step has failed (after its retries; not when
+	// it was skipped, refused or interrupted): a rollback hook. The step
+	// stays failed whatever the hook does.
+	OnFailure *Command
 }
 
 // Param is a playbook parameter.
@@ -466,6 +471,7 @@ func (d *decoder) step(n *yaml.Node) Step {
 		},
 		"hold_file":   func(v *yaml.Node) { s.HoldFile = d.arg(v, "hold_file") },
 		"load":        func(v *yaml.Node) { s.Load = d.check(v, "load") },
+		"on_failure":  func(v *yaml.Node) { s.OnFailure = d.check(v, "on_failure") },
 		"timeout":     func(v *yaml.Node) { d.duration(v, "timeout", &s.Timeout) },
 		"retries":     func(v *yaml.Node) { d.integer(v, "retries", &s.Retries) },
 		"retry_delay": func(v *yaml.Node) { d.duration(v, "retry_delay", &s.RetryDelay) },

@@ -140,6 +140,7 @@ type PlannedStep struct {
 	ConfirmWord string         `json:"confirm_word,omitempty"`
 	HoldFile    string         `json:"hold_file,omitempty"`
 	Load        *PlannedCheck  `json:"load,omitempty"`
+	OnFailure   *PlannedCheck  `json:"on_failure,omitempty"`
 	Timeout     string         `json:"timeout,omitempty"`
 	Retries     int            `json:"retries,omitempty"`
 	OKCodes     []int          `json:"ok_codes,omitempty"`
@@ -188,6 +189,11 @@ func (e *Engine) Plan(pb *Playbook, vals Values) ([]PlannedStep, error) {
 		}
 		if s.Load != nil {
 			if ps.Load, err = planCheck(*s.Load, ""); err != nil {
+				return nil, err
+			}
+		}
+		if s.OnFailure != nil {
+			if ps.OnFailure, err = planCheck(*s.OnFailure, ""); err != nil {
 				return nil, err
 			}
 		}
@@ -268,6 +274,9 @@ func WritePlan(w io.Writer, pb *Playbook, vals Values, self []string, steps []Pl
 		}
 		if s.Load != nil {
 			fmt.Fprintf(w, "      load:     %s (in the background while it runs)\n", checkLine(s.Load))
+		}
+		if s.OnFailure != nil {
+			fmt.Fprintf(w, "      on fail:  %s (the step stays failed)\n", checkLine(s.OnFailure))
 		}
 		var extra []string
 		if s.Timeout != "" {

@@ -165,6 +165,12 @@ func (v *validator) step(s Step, vals Values) {
 		}
 		v.command(*s.Load, vals, where+": load")
 	}
+	if s.OnFailure != nil {
+		if s.OnFailure.Exists != nil {
+			v.fail(s.OnFailure.Pos, "%s: on_failure must be a command (tbhost or shell), not exists", where)
+		}
+		v.command(*s.OnFailure, vals, where+": on_failure")
+	}
 	for _, r := range s.Require {
 		v.command(r.Check, vals, where+": require")
 	}
