@@ -758,3 +758,74 @@ steps:
 		}
 	}
 }
+
+// The migrate playbook in order, on a fake runner: with --yes every step
+// runs once in the documented order, the gates reach bench replay, and a
+// failing post-cutover watch runs the rollback hook (and only then).
+func TestMigratePlaybookOrderAndRollback(t *testing.T) {
+	pb, err := Embedded("migrate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	lists, log := filepath.Join(dir, "lists"), filepath.Join(dir, "access.log")
+	os.MkdirAll(lists, 0o755)
+	os.WriteFile(filepath.Join(lists, "sha256"), []byte("x"), 0o644)
+	os.WriteFile(log, []byte("/standard?fen=x\n"), 0o644)
+	sets := map[string][]string{}
+	for k, v := range map[string]string{
+		"from": "rsync://127.0.0.1:8730/tables", "lists": lists, "replay_log": log, "old_target": "http://127.0.0.1:9001",
+		"new_target": "http://127.0.0.1:9002", "cutover_hook": "echo cutover", "rollback_hook": "echo rollback", "provision": "false",
+	} {
+		sets[k] = []string{v}
+	}
+	vals, err := Resolve(pb, sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(f *fakeRunner, yes bool) *Report {
+		e, _ := newEngine(f)
+		rep, err := e.Run(context.Background(), pb, Options{Values: vals, Yes: yes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	f := newFake()
+	rep := run(f, true)
+	want := "provision=skipped balance-empty-array=done tables-sync=done verify-tables=done prefix-extract=done prefix-verify=done replay-gate=done cutover=done post-cutover-watch=done"
+	if statuses(rep) != want {
+		t.Fatalf("statuses %s", statuses(rep))
+	}
+	calls := strings.Join(f.called(), "\n")
+	for _, c := range []string{
+		"/bin/tbhost tables sync --from rsync://127.0.0.1:8730/tables --to /srv/syzygy --checksums " + lists + " --set 3-7",
+		"/bin/tbhost bench replay --log " + log + " --target old=http://127.0.0.1:9001 --target new=http://127.0.0.1:9002 --clients 12 --gate p99<=1.0*old --gate p99.9<=1.1*old",
+		"sh -c echo cutover",
+	} {
+		if !strings.Contains(calls, c) {
+			t.Errorf("not run: %s\ncalls:\n%s", c, calls)
+		}
+	}
+	if strings.Contains(calls, "rollback") {
+		t.Errorf("rollback ran after a passing watch:\n%s", calls)
+	}
+	// a member disk gone during the watch: monitor check CRITICAL -> rollback
+	f = newFake().on("/bin/tbhost monitor check --for 10m --no-traffic unknown vg-hdd/tables", 2)
+	rep = run(f, true)
+	if last := rep.Steps[len(rep.Steps)-1]; last.Status != StepFailed || !strings.Contains(strings.Join(f.called(), "\n"), "sh -c echo rollback") {
+		t.Errorf("failed watch: %s, calls %q", statuses(rep), f.called())
+	}
+	// a failing gate stops the run before the cutover: no hook at all
+	f = newFake().on("/bin/tbhost bench replay --log "+log+" --target old=http://127.0.0.1:9001 --target new=http://127.0.0.1:9002 --clients 12 --gate p99<=1.0*old --gate p99.9<=1.1*old", 1)
+	rep = run(f, true)
+	if c := strings.Join(f.called(), "\n"); strings.Contains(c, "cutover") || strings.Contains(c, "rollback") || !strings.Contains(statuses(rep), "replay-gate=failed") {
+		t.Errorf("failed gate: %s, calls:\n%s", statuses(rep), c)
+	}
+	// without --yes and no terminal, the cutover is refused, nothing after it runs
+	f = newFake()
+	rep = run(f, false)
+	if !strings.Contains(statuses(rep), "cutover=refused") || strings.Contains(strings.Join(f.called(), "\n"), "echo cutover") {
+		t.Errorf("no --yes: %s", statuses(rep))
+	}
+}

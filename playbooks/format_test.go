@@ -135,7 +135,7 @@ steps:
 
 func TestEmbeddedPlaybooksParse(t *testing.T) {
 	names := EmbeddedNames()
-	if strings.Join(names, ",") != "health-check,pre-cutover,provision-host,replace-disk" {
+	if strings.Join(names, ",") != "health-check,migrate,pre-cutover,provision-host,replace-disk" {
 		t.Fatalf("embedded: %v", names)
 	}
 	for _, n := range names {

@@ -26,6 +26,10 @@ func commandNames(cmds []*cli.Command) string {
 	return strings.Join(names, ", ")
 }
 
+// isGroup: a command with subcommands of its own (urfave/cli gives a leaf
+// that has run once a hidden "help" subcommand: not a group).
+func isGroup(c *cli.Command) bool { return commandNames(c.Subcommands) != "none" }
+
 func findCommand(cmds []*cli.Command, name string) *cli.Command {
 	for _, c := range cmds {
 		if c.Name == name || slices.Contains(c.Aliases, name) {
@@ -52,7 +56,7 @@ func (l liveCommands) Check(argv []string) error {
 	i := 0
 	for ; i < len(argv); i++ {
 		a := argv[i]
-		if strings.HasPrefix(a, "-") || (cur != nil && len(cur.Subcommands) == 0) {
+		if strings.HasPrefix(a, "-") || (cur != nil && !isGroup(cur)) {
 			break
 		}
 		next := findCommand(cmds, a)
@@ -70,7 +74,7 @@ func (l liveCommands) Check(argv []string) error {
 		return &playbooks.UnknownCommandError{Argv: argv, Msg: fmt.Sprintf("tbhost: %v does not start with a command (commands: %s)", argv, commandNames(l.app.Commands))}
 	}
 	name := "tbhost " + strings.Join(path, " ")
-	if len(cur.Subcommands) > 0 {
+	if isGroup(cur) {
 		return &playbooks.UnknownCommandError{Argv: argv, Msg: fmt.Sprintf("%s is a command group; name one of its commands: %s", name, commandNames(cur.Subcommands))}
 	}
 	// Flags may come after the arguments: the step runs through

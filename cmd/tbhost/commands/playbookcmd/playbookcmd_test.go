@@ -52,7 +52,9 @@ func issueInterface() []*cli.Command {
 			leaf("verify-tables", str("checksums"), str("jobs"), str("rate"), boolean("complete"), boolean("no-hash"))),
 		group("bench",
 			leaf("probe", slice("tables"), str("store"), str("io"), str("advise"), str("parallel"), str("requests"), str("warmup"), str("clients"), str("rate"), boolean("matrix"), str("out"), str("offset")),
-			leaf("replay", str("log"), slice("target"), str("clients"), str("warmup"), str("rate"), str("out"), str("offset"))),
+			leaf("replay", str("log"), slice("target"), str("clients"), str("warmup"), str("rate"), str("out"), str("offset"), slice("gate"))),
+		group("tables",
+			leaf("sync", str("from"), str("to"), str("checksums"), str("set"), str("bwlimit"))),
 	}
 }
 
@@ -80,7 +82,7 @@ func TestEmbeddedPlaybooksValidateAgainstTheIssuesInterface(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, stderr)
 	}
-	for _, n := range []string{"provision-host", "pre-cutover", "health-check", "replace-disk"} {
+	for _, n := range []string{"provision-host", "pre-cutover", "health-check", "replace-disk", "migrate"} {
 		if !strings.Contains(out, "ok: "+n) {
 			t.Errorf("no ok for %s:\n%s", n, out)
 		}
@@ -166,7 +168,7 @@ func TestRunUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"playbook", "run", "--set", "nope=1", "health-check"}, 2, `has no parameter "nope"`},
-		{[]string{"playbook", "run", "no-such-playbook"}, 2, "built in: health-check, pre-cutover, provision-host"},
+		{[]string{"playbook", "run", "no-such-playbook"}, 2, "built in: health-check, migrate, pre-cutover, provision-host"},
 		{[]string{"playbook", "run", "--hold-file", "/x", "health-check"}, 2, "has no hold_file parameter"},
 		{[]string{"playbook", "run", "health-check", "pre-cutover"}, 2, "takes one playbook"},
 		{[]string{"playbook", "run", "health-check", "--no-such-flag"}, 2, "flag provided but not defined: -no-such-flag"},
