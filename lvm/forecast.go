@@ -2,6 +2,7 @@ package lvm
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/tbhost/tbhost/internal/capacity"
 	"github.com/tbhost/tbhost/internal/sizes"
@@ -213,12 +214,5 @@ func joinArgs(a []string) string {
 	if len(a) == 0 {
 		return "(defaults)"
 	}
-	s := ""
-	for i, x := range a {
-		if i > 0 {
-			s += " "
-		}
-		s += x
-	}
-	return s
+	return strings.Join(a, " ")
 }

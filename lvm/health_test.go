@@ -2,7 +2,6 @@ package lvm
 
 import (
 	"encoding/json"
-	"github.com/tbhost/tbhost/internal/fixturetree"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,7 +121,7 @@ func TestSyncFindings(t *testing.T) {
 
 // The lab's real captures (lvm2 2.03.16), judged by codes.
 func TestAssessRealCaptures(t *testing.T) {
-	dropped := lvsFromFile(t, filepath.Join(fixtureTree2(t, "raid5-member-dropped"), "lvm", "lvs.json"))
+	dropped := lvsFromFile(t, filepath.Join(labCapture(t, "raid5-member-dropped"), "lvm", "lvs.json"))
 	top, _ := Find(dropped, "vg-hdd", "tables")
 	h := AssessArray(dropped, top)
 	if f, ok := h.Degraded(); !ok || f.Code != CodeRAIDDegraded || h.Worst() != Critical {
@@ -148,14 +147,14 @@ func TestAssessRealCaptures(t *testing.T) {
 		t.Errorf("prefix: %v", codesOf(ph.All()))
 	}
 
-	boot := lvsFromFile(t, filepath.Join(fixtureTree2(t, "raid5-missing-member-boot"), "lvm", "lvs.json"))
+	boot := lvsFromFile(t, filepath.Join(labCapture(t, "raid5-missing-member-boot"), "lvm", "lvs.json"))
 	top, _ = Find(boot, "vg-hdd", "tables")
 	h = AssessArray(boot, top)
 	if !HasCode(h.Findings, CodeLVInactive) || !HasCode(h.Findings, CodeRAIDDegraded) {
 		t.Errorf("missing at boot: %v", codesOf(h.Findings))
 	}
 
-	clean := lvsFromFile(t, filepath.Join(fixtureTree2(t, "raid5-integrity-stripes5"), "lvm", "lvs.json"))
+	clean := lvsFromFile(t, filepath.Join(labCapture(t, "raid5-integrity-stripes5"), "lvm", "lvs.json"))
 	top, _ = Find(clean, "vg-hdd", "tables")
 	h = AssessArray(clean, top)
 	if len(h.All()) != 0 || len(IntegrityCoverage(h)) != 0 {
@@ -195,8 +194,4 @@ func TestStatusFindingsCarryCodes(t *testing.T) {
 	if !strings.Contains(string(js), `"code":"image-missing","severity":"CRITICAL"`) {
 		t.Errorf("JSON %s", js)
 	}
-}
-
-func fixtureTree2(t testing.TB, capture string) string {
-	return fixturetree.Dir(t, "../internal/lab/testdata/captures/"+capture+".tar.gz")
 }

@@ -26,6 +26,13 @@ func fixtureTree(t testing.TB, name string) string {
 	return fixturetree.Dir(t, filepath.Join("..", "internal", "blockdev", "testdata", name+".tar.gz"))
 }
 
+// labCapture unpacks a capture the VM lab recorded (internal/lab/testdata/captures:
+// sysfs, procfs and lvm's JSON reports of one lab state) and returns its root.
+func labCapture(t testing.TB, capture string) string {
+	t.Helper()
+	return fixturetree.Dir(t, filepath.Join("..", "internal", "lab", "testdata", "captures", capture+".tar.gz"))
+}
+
 func realTree(t *testing.T, name string) string {
 	t.Helper()
 	return fixtureTree(t, name)

@@ -33,7 +33,7 @@ type capture struct {
 
 func loadCapture(t testing.TB, name string) *capture {
 	t.Helper()
-	c := &capture{dir: fixtureTree2(t, name)}
+	c := &capture{dir: labCapture(t, name)}
 	for _, f := range []struct {
 		file, key string
 		rows      *[]map[string]string
