@@ -72,18 +72,18 @@ const CPUBoundAt = 0.9
 // (user nice system idle iowait irq softirq steal [guest guest_nice]):
 // 1 - (idle + iowait) / total of the differences.
 func CPUBusy(before, after string) (float64, error) {
-	parse := func(l string) ([]float64, error) {
+	parse := func(l string) ([]uint64, error) {
 		f := strings.Fields(l)
 		if len(f) < 6 || f[0] != "cpu" {
 			return nil, fmt.Errorf("/proc/stat line %q: want \"cpu user nice system idle iowait ...\"", l)
 		}
-		v := make([]float64, 0, len(f)-1)
+		v := make([]uint64, 0, len(f)-1)
 		for _, x := range f[1:] {
 			n, err := strconv.ParseUint(x, 10, 64)
 			if err != nil {
 				return nil, fmt.Errorf("/proc/stat line %q: %w", l, err)
 			}
-			v = append(v, float64(n))
+			v = append(v, n)
 		}
 		return v, nil
 	}
@@ -98,14 +98,17 @@ func CPUBusy(before, after string) (float64, error) {
 	if len(a) != len(b) {
 		return 0, fmt.Errorf("/proc/stat lines with %d and %d fields", len(a), len(b))
 	}
-	var total, idle float64
+	var total, idle uint64
 	for i := range a {
-		d := b[i] - a[i]
-		if d < 0 {
+		if b[i] < a[i] {
 			return 0, fmt.Errorf("/proc/stat went backwards (field %d)", i+1)
 		}
 		if i >= 8 { // guest, guest_nice are counted in user, nice already
 			continue
+		}
+		d := b[i] - a[i]
+		if total+d < total {
+			return 0, fmt.Errorf("/proc/stat: tick counts overflow")
 		}
 		total += d
 		if i == 3 || i == 4 {
@@ -115,7 +118,7 @@ func CPUBusy(before, after string) (float64, error) {
 	if total == 0 {
 		return 0, fmt.Errorf("/proc/stat: no CPU time passed")
 	}
-	return 1 - idle/total, nil
+	return float64(total-idle) / float64(total), nil
 }
 
 // Rate is bytes per second of bytes in secs (0 when secs is not positive).
