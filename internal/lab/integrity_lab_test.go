@@ -28,6 +28,7 @@ up() { cut -d' ' -f1 /proc/uptime; }
 cpu() { head -1 /proc/stat >> $LAB_OUT/rates/$1.cpu; }
 mkdir -p $LAB_OUT/rates
 uname -r | lab_out rates/kernel
+grep -c '^cpu[0-9]' /proc/stat | lab_out rates/vcpus
 lab_step "raw rate of one HDD (dd, O_DIRECT, 64 MiB written then read back)"
 d1=$(echo $HDDS | cut -d' ' -f1)
 t0=$(up); dd if=/dev/zero of=$d1 bs=1M count=64 seek=64 oflag=direct conv=fsync 2>/dev/null || exit 9
@@ -265,9 +266,9 @@ func checkRates(t *testing.T, res *Result) {
 		return v
 	}
 	raw, sync, par := floats("rates/raw.times", 4), floats("rates/sync.times", 3), floats("rates/raw-parallel.times", 3)
-	img := floats("rates/image.bytes", 1)
+	img, vcpus := floats("rates/image.bytes", 1), floats("rates/vcpus", 1)
 	m := labrates.Measured{Date: time.Now().UTC().Format(time.RFC3339), Kernel: out("rates/kernel"), Host: "qemu TCG (software emulation), 6 x 256 MiB scsi-hd sparse images",
-		HDDs: 6, DataStripes: 5, ImageBytes: int64(img[0]),
+		HDDs: 6, DataStripes: 5, ImageBytes: int64(img[0]), VCPUs: int(vcpus[0]),
 		RawBytes: int64(raw[0]), RawWriteSeconds: raw[2] - raw[1], RawReadSeconds: raw[3] - raw[2],
 		RawParallelBytes: int64(par[0]), RawParallelSeconds: par[2] - par[1],
 		LVCreateSeconds: sync[1] - sync[0], SyncSeconds: sync[2] - sync[0]}
@@ -327,7 +328,7 @@ func checkRates(t *testing.T, res *Result) {
 	}
 	t.Logf("lab-results.json at %s:\n%s%s", path, table.String(), b)
 	if r.Checked == 0 {
-		t.Skipf("SKIP the 2x check: every step was bound by the guest's CPU (>= %.0f %% busy; TCG emulates the checksums and the parity), not by the disks the timeline models; the measurements are in %s", 100*labrates.CPUBoundAt, path)
+		t.Skipf("SKIP the 2x check: every step was bound by the guest's CPU (>= %.0f %% busy; TCG emulates the checksums and the parity), not by the disks the timeline models; the measurements are in %s", 100*labrates.CPUBoundAt(m.VCPUs), path)
 	}
 	for _, c := range r.Comparisons {
 		if c.Applies && !c.Within {
