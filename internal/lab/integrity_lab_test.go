@@ -25,21 +25,28 @@ import (
 const integrityScript = `. /lab/lib.sh
 HDDS=$(lab_disks hdd)
 up() { cut -d' ' -f1 /proc/uptime; }
+cpu() { head -1 /proc/stat >> $LAB_OUT/rates/$1.cpu; }
+mkdir -p $LAB_OUT/rates
 uname -r | lab_out rates/kernel
+grep -c '^cpu[0-9]' /proc/stat | lab_out rates/vcpus
 lab_step "raw rate of one HDD (dd, O_DIRECT, 64 MiB written then read back)"
 d1=$(echo $HDDS | cut -d' ' -f1)
 t0=$(up); dd if=/dev/zero of=$d1 bs=1M count=64 seek=64 oflag=direct conv=fsync 2>/dev/null || exit 9
 t1=$(up); dd if=$d1 of=/dev/null bs=1M count=64 skip=64 iflag=direct 2>/dev/null || exit 9
 t2=$(up); echo "$((64 << 20)) $t0 $t1 $t2" | lab_out rates/raw.times
+# all six at once, as the sync and the scrub read them (32 MiB each)
+for d in $HDDS; do dd if=/dev/zero of=$d bs=1M count=32 seek=64 oflag=direct conv=fsync 2>/dev/null; done
+t0=$(up); for d in $HDDS; do dd if=$d of=/dev/null bs=1M count=32 skip=64 iflag=direct 2>/dev/null & done; wait
+t1=$(up); echo "$((6 * 32 << 20)) $t0 $t1" | lab_out rates/raw-parallel.times
 lab_step "raid5 + integrity --stripes 5"
 lab_run pvcreate -y $HDDS || exit 10
 lab_run vgcreate vg-hdd $HDDS || exit 10
 pe=$(pvs --noheadings -o pv_pe_count $(echo $HDDS | cut -d' ' -f1) | tr -d ' ')
-t0=$(up)
+cpu sync; t0=$(up)
 lab_run lvcreate -y --type raid5 --raidintegrity y --raidintegrityblocksize 512 --stripes 5 --name tables -l $((5 * (pe - 3))) vg-hdd || exit 11
 t1=$(up)
 lab_wait_sync vg-hdd/tables || exit 12
-t2=$(up); echo "$t0 $t1 $t2" | lab_out rates/sync.times
+t2=$(up); cpu sync; echo "$t0 $t1 $t2" | lab_out rates/sync.times
 lvs -a --noheadings --units b --nosuffix -o lv_size vg-hdd/tables_rimage_0_iorig | tr -d ' ' | lab_out rates/image.bytes
 dd if=/dev/urandom of=/tmp/pat bs=1M count=48 2>/dev/null
 dd if=/tmp/pat of=/dev/vg-hdd/tables bs=1M oflag=direct conv=fsync 2>/dev/null || exit 13
@@ -82,7 +89,9 @@ lab_out status-after.txt < /tmp/o.txt
 dd if=/dev/vg-hdd/tables bs=1M count=48 iflag=direct 2>/dev/null | md5sum | cut -d' ' -f1 | lab_out readback.md5
 
 lab_step "a second scrub pass: the repaired blocks read clean"
+cpu scrub
 tbhost integrity scrub --json --rate 0 --state /tmp/scrub.json vg-hdd/tables > /tmp/o.json 2>/tmp/e.txt; echo $? | lab_out scrub-again.rc
+cpu scrub
 lab_out scrub-again.json < /tmp/o.json
 dmesg | grep -iE 'integrity|raid|md/' | tail -40 | lab_out dmesg.txt
 
@@ -94,7 +103,9 @@ if ls /synth/* >/dev/null 2>&1; then
   mount -t tmpfs -o size=256m tbstore /mnt/store || exit 32
   cp /synth/* /mnt/t/ && sync
   echo 3 > /proc/sys/vm/drop_caches
+  cpu extract
   tbhost prefix extract --json --tables /mnt/t --store /mnt/store > /tmp/x.json 2>/tmp/x.err; echo $? | lab_out rates/extract.rc
+  cpu extract
   lab_out rates/extract.json < /tmp/x.json; lab_out rates/extract.err < /tmp/x.err
   umount /mnt/store; umount /mnt/t
 fi
@@ -134,7 +145,8 @@ type labScrubReport struct {
 // with integrity, an uncapped scrub pass, a prefix extract): subtest
 // "rates" writes lab-results.json ($TBHOST_LAB_RESULTS or the test's temp
 // dir) and fails when internal/timeline, fed the raw disk rate, predicts
-// any of them outside a factor of 2.
+// a disk-bound step outside a factor of 2; steps bound by the guest's CPU
+// (TCG) are recorded, not held to it (skip when none is disk-bound).
 func TestLabIntegrityScrubCorruptDisk(t *testing.T) {
 	hdd, _ := Disks(HDD, 6, 256, "512n")
 	files := map[string][]byte{}
@@ -253,11 +265,12 @@ func checkRates(t *testing.T, res *Result) {
 		}
 		return v
 	}
-	raw, sync := floats("rates/raw.times", 4), floats("rates/sync.times", 3)
-	img := floats("rates/image.bytes", 1)
+	raw, sync, par := floats("rates/raw.times", 4), floats("rates/sync.times", 3), floats("rates/raw-parallel.times", 3)
+	img, vcpus := floats("rates/image.bytes", 1), floats("rates/vcpus", 1)
 	m := labrates.Measured{Date: time.Now().UTC().Format(time.RFC3339), Kernel: out("rates/kernel"), Host: "qemu TCG (software emulation), 6 x 256 MiB scsi-hd sparse images",
-		HDDs: 6, DataStripes: 5, ImageBytes: int64(img[0]),
+		HDDs: 6, DataStripes: 5, ImageBytes: int64(img[0]), VCPUs: int(vcpus[0]),
 		RawBytes: int64(raw[0]), RawWriteSeconds: raw[2] - raw[1], RawReadSeconds: raw[3] - raw[2],
+		RawParallelBytes: int64(par[0]), RawParallelSeconds: par[2] - par[1],
 		LVCreateSeconds: sync[1] - sync[0], SyncSeconds: sync[2] - sync[0]}
 	var scrub struct {
 		Result struct {
@@ -280,6 +293,20 @@ func checkRates(t *testing.T, res *Result) {
 		t.Fatalf("extract.json: %v", err)
 	}
 	m.ExtractBytes, m.ExtractSeconds = ex.BytesRead, ex.Seconds
+	for _, c := range []struct {
+		name string
+		v    *float64
+	}{{"sync", &m.SyncCPUBusy}, {"scrub", &m.ScrubCPUBusy}, {"extract", &m.ExtractCPUBusy}} {
+		lines := strings.Split(out("rates/"+c.name+".cpu"), "\n")
+		if len(lines) != 2 {
+			t.Fatalf("rates/%s.cpu: %q, want /proc/stat's cpu line before and after", c.name, lines)
+		}
+		busy, err := labrates.CPUBusy(lines[0], lines[1])
+		if err != nil {
+			t.Fatalf("rates/%s.cpu: %v", c.name, err)
+		}
+		*c.v = busy
+	}
 	r, err := labrates.Compare(m)
 	if err != nil {
 		t.Fatal(err)
@@ -294,13 +321,17 @@ func checkRates(t *testing.T, res *Result) {
 		t.Fatal(err)
 	}
 	var table strings.Builder
-	fmt.Fprintf(&table, "raw HDD read %.1f MiB/s (write %.1f MiB/s)\n", labrates.Rate(m.RawBytes, m.RawReadSeconds)/(1<<20), labrates.Rate(m.RawBytes, m.RawWriteSeconds)/(1<<20))
+	fmt.Fprintf(&table, "raw HDD read %.1f MiB/s (write %.1f MiB/s; all six at once %.1f MiB/s in total)\n", labrates.Rate(m.RawBytes, m.RawReadSeconds)/(1<<20),
+		labrates.Rate(m.RawBytes, m.RawWriteSeconds)/(1<<20), labrates.Rate(m.RawParallelBytes, m.RawParallelSeconds)/(1<<20))
 	for _, c := range r.Comparisons {
-		fmt.Fprintf(&table, "%-15s measured %7.1fs predicted %7.1fs ratio %.2f within %v\n", c.Name, c.MeasuredSeconds, c.PredictedSeconds, c.Ratio, c.Within)
+		fmt.Fprintf(&table, "%-15s measured %7.1fs predicted %7.1fs ratio %.2f within %v cpu %.0f%% applies %v\n", c.Name, c.MeasuredSeconds, c.PredictedSeconds, c.Ratio, c.Within, 100*c.CPUBusy, c.Applies)
 	}
 	t.Logf("lab-results.json at %s:\n%s%s", path, table.String(), b)
+	if r.Checked == 0 {
+		t.Skipf("SKIP the 2x check: every step was bound by the guest's CPU (>= %.0f %% busy; TCG emulates the checksums and the parity), not by the disks the timeline models; the measurements are in %s", 100*labrates.CPUBoundAt(m.VCPUs), path)
+	}
 	for _, c := range r.Comparisons {
-		if !c.Within {
+		if c.Applies && !c.Within {
 			t.Errorf("%s: the timeline predicts %.1fs, the lab measured %.1fs (ratio %.2f, outside %gx)", c.Name, c.PredictedSeconds, c.MeasuredSeconds, c.Ratio, labrates.Factor)
 		}
 	}

@@ -245,6 +245,9 @@ func rehearseSteps(p *lvm.Plan, devs []Device, opts Options) ([]lab.Step, []stri
 			args = append(args, flag, g)
 		}
 		lvs = append(lvs, a.VG+"/"+a.LV)
+		if a.RequestedSize > 0 {
+			notes = append(notes, fmt.Sprintf("%s/%s: --tables-size %d is not rehearsed: on the scaled disks the LV takes all of the VG", a.VG, a.LV, a.RequestedSize))
+		}
 		if a.Role == "tables" && a.Integrity.Enabled && a.Integrity.Mode != "" {
 			args = append(args, "--integrity-mode", a.Integrity.Mode)
 		}
