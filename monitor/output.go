@@ -264,7 +264,11 @@ func (r Report) Registry(now float64) *prometheus.Registry {
 		Help: "The member's share of the array's reads over the check window (0..1)."}, []string{"array", "image", "disk", "id"})
 	flag := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tbhost_monitor_check_member_flag",
 		Help: "1 for the member's flag: ok, under, over, idle or missing."}, []string{"array", "image", "disk", "id", "flag"})
-	reg.MustRegister(status, last, arrayStatus, problems, reads, rbytes, share, flag)
+	await := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tbhost_monitor_check_member_read_await_seconds",
+		Help: "Mean time per read of the member disk over the check window (iostat r_await); only when it read."}, []string{"array", "image", "disk", "id"})
+	ratio := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tbhost_monitor_check_member_read_await_ratio",
+		Help: "The member's r_await over its siblings' median over the check window (1 = like its siblings)."}, []string{"array", "image", "disk", "id"})
+	reg.MustRegister(status, last, arrayStatus, problems, reads, rbytes, share, flag, await, ratio)
 	status.Set(float64(r.Status))
 	last.Set(now)
 	for _, a := range r.Arrays {
@@ -282,6 +286,12 @@ func (r Report) Registry(now float64) *prometheus.Registry {
 			rbytes.WithLabelValues(l...).Set(m.Rates.ReadBytesPerS)
 			share.WithLabelValues(l...).Set(m.Share)
 			flag.WithLabelValues(append(l, m.Flag)...).Set(1)
+			if m.Flag != FlagMissing && m.Rates.ReadsPerS > 0 {
+				await.WithLabelValues(l...).Set(m.Rates.RAwaitMS / 1000)
+			}
+			if m.AwaitRatio > 0 {
+				ratio.WithLabelValues(l...).Set(m.AwaitRatio)
+			}
 		}
 	}
 	return reg

@@ -296,3 +296,25 @@ func grepLines(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// --textfile carries the slow flag and the latencies.
+func TestTextfileSlowMember(t *testing.T) {
+	r := checkTree(t, derived(t, "slow"), "vg-hdd/tables")
+	p := t.TempDir() + "/tbhost.prom"
+	if err := r.WriteTextfile(p, 1); err != nil {
+		t.Fatal(err)
+	}
+	b, err := readFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`tbhost_monitor_check_member_flag{array="vg-hdd/tables",disk="sdc",flag="slow",id="scsi-0QEMU_QEMU_HARDDISK_HDD3",image="tables_rimage_2"} 1`,
+		`tbhost_monitor_check_member_read_await_seconds{array="vg-hdd/tables",disk="sdc",id="scsi-0QEMU_QEMU_HARDDISK_HDD3",image="tables_rimage_2"} 0.03`,
+		`tbhost_monitor_check_member_read_await_ratio{array="vg-hdd/tables",disk="sdc",id="scsi-0QEMU_QEMU_HARDDISK_HDD3",image="tables_rimage_2"} 7.5`,
+	} {
+		if !strings.Contains(b, want) {
+			t.Errorf("textfile lacks %s", want)
+		}
+	}
+}

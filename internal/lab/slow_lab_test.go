@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/tbhost/tbhost/internal/realdata"
+	"github.com/tbhost/tbhost/internal/treearchive"
 )
 
 const slowScript = `. /lab/lib.sh
@@ -56,11 +57,23 @@ check() { # NAME ARRAY: monitor check under the running load, text and JSON
   /usr/bin/tbhost --json monitor check --for 15s --interval 5s $2 > $LAB_OUT/$1.json 2>/dev/null
   cat $LAB_OUT/$1.txt
 }
+capture() { # NAME: 7 samples of /proc/diskstats 5 s apart and a fixture tree (lab_capture)
+  c=/tmp/cap/$1
+  mkdir -p $c/proc
+  k=0
+  while [ $k -lt 7 ]; do
+    cat /proc/diskstats > $c/proc/diskstats.$k
+    k=$((k + 1)); [ $k -lt 7 ] && sleep 5
+  done
+  cp $c/proc/diskstats.6 $c/proc/diskstats
+  lab_capture $c
+}
 for vg in vg-hdd vg-fast; do
   lab_step "$vg/tables under random reads"
   t0=$(cut -d' ' -f1 /proc/uptime)
   rload /dev/$vg/tables 8
   check $vg $vg/tables
+  if [ $vg = vg-hdd ]; then capture raid5-slow-member; else capture raid5-slow-member-uncapped; fi
   /usr/bin/tbhost monitor watch --plain --interval 5s --count 2 $vg/tables | lab_out $vg-watch.txt
   rstop
   echo "lab: $vg load and checks took $t0 .. $(cut -d' ' -f1 /proc/uptime)s"
@@ -78,6 +91,7 @@ for vg in vg-hdd vg-fast; do
   cat $LAB_OUT/$vg-bench.txt
   umount /mnt/$vg
 done
+lab_tar captures.tgz /tmp/cap
 exit 0
 `
 
@@ -193,4 +207,25 @@ func TestMonitorSlowMemberScenario(t *testing.T) {
 		t.Errorf("p99 with the slow member %.1f ms, without %.1f ms: want worse with it", p99["vg-hdd"], p99["vg-fast"])
 	}
 	t.Logf("bench probe p99: %.1f ms with the capped member, %.1f ms without", p99["vg-hdd"], p99["vg-fast"])
+
+	// TBHOST_LAB_CAPTURE_SLOW=1: (re)write the two fixture trees captured
+	// under the random-read load (testdata/captures/raid5-slow-member*.tar.gz;
+	// monitor's tests replay them)
+	if os.Getenv("TBHOST_LAB_CAPTURE_SLOW") == "" {
+		return
+	}
+	unpacked := t.TempDir()
+	if err := ExtractTarGz(r.Outputs["captures.tgz"], unpacked); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"raid5-slow-member", "raid5-slow-member-uncapped"} {
+		b, err := treearchive.Pack(filepath.Join(unpacked, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join("testdata", "captures", name+".tar.gz"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote testdata/captures/%s.tar.gz (%d bytes)", name, len(b))
+	}
 }
