@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +69,9 @@ mkdir /srv/syzygy/tables; cp /tables/* /srv/syzygy/tables/
 dd if=/dev/urandom of=/srv/syzygy/pattern.bin bs=1M count=48 2>/dev/null
 (cd /srv/syzygy && sha256sum pattern.bin tables/*) > $LAB_OUT/sums.txt
 sync; umount /srv/syzygy
+# deactivate once: dm-integrity's journal and md's superblocks are written
+# out now, not while the refusals step hashes the disks
+lvchange -an vg-hdd/tables; lvchange -ay vg-hdd/tables; sleep 10
 lvs -a -o lv_name,segtype,devices vg-hdd`},
 	{Name: "refusals", Script: replaceCommon + `sync; sleep 3
 sums_of_disks > $LAB_OUT/disks-before.txt
@@ -90,6 +95,9 @@ readlink -f $(lab_dev HDD7) > $LAB_OUT/new.dev`},
 	{Name: "case-b", Script: replaceCommon + `new=$(lab_dev HDD1)
 lab_run pvremove -y $new; wipefs -a $new; dd if=/dev/zero of=$new bs=1M count=8 conv=fsync 2>/dev/null
 echo $new > $LAB_OUT/new.dev
+# slow the rebuild (4 MiB/s per device) so that the kill lands inside the
+# wait (set while every PV is there: with one missing lvchange fails)
+lab_run lvchange --maxrecoveryrate 4096 vg-hdd/tables
 victim=$(lab_dev HDD3); echo $victim > $LAB_OUT/victim.dev
 (while :; do dd if=/dev/vg-hdd/tables of=/dev/null bs=1M iflag=direct 2>/dev/null || exit; done) &
 lp=$!; sleep 2
@@ -98,8 +106,6 @@ kill $lp 2>/dev/null; killall dd 2>/dev/null; wait $lp 2>/dev/null
 lvs -a -o lv_name,lv_attr,lv_health_status,devices vg-hdd > $LAB_OUT/lvs-degraded.txt 2>&1
 tbhost lvm status > $LAB_OUT/status-degraded.txt 2>&1; echo $? > $LAB_OUT/status-degraded.rc
 tbhost lvm replace --dry-run vg-hdd/tables --old missing --new $new > $LAB_OUT/dry-run-b.txt 2>&1
-# slow the rebuild (4 MiB/s per device) so that the kill lands inside the wait
-lab_run lvchange --maxrecoveryrate 4096 vg-hdd/tables
 A="--yes --poll 1s --state-dir /tmp/rs --plan /lab/out/steps/case-a/plan-a.yaml --plan-out $LAB_OUT/plan-b.yaml vg-hdd/tables --old missing --new $new"
 tbhost lvm replace $A > $LAB_OUT/replace1.txt 2>&1 &
 pid=$!
@@ -173,73 +179,52 @@ func TestLVMReplace(t *testing.T) {
 		Disk{Name: "hdd10", Kind: HDD, SizeMiB: 256, LogicalBlockSize: 4096, PhysicalBlockSize: 4096})
 	images := map[string]string{}
 	for i := range disks {
-		p := filepath.Join(work, disks[i].Name+".img")
-		os.Remove(p)
-		if err := os.WriteFile(p, nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Truncate(p, disks[i].SizeMiB<<20); err != nil {
-			t.Fatal(err)
-		}
-		disks[i].Image, images[disks[i].Name] = p, p
-	}
-	c, _ := NewCache(os.Getenv("TBHOST_LAB_CACHE"), execx.Exec{}, nil)
-	if err := c.WriteExt4(context.Background(), images["hdd8"]); err != nil {
-		t.Fatal(err)
+		disks[i].Image, images[disks[i].Name] = filepath.Join(work, disks[i].Name+".img"), filepath.Join(work, disks[i].Name+".img")
 	}
 	l := &Lab{Base: shared.base}
-	res, r1, err := l.RunBatch(t.Context(), Config{Name: "replace-ab", WorkDir: work, Disks: disks, Tbhost: shared.tbhost,
-		Files: files, Timeout: 40 * time.Minute, MemMiB: 1024}, replaceBoot1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("boot 1: %v, log %s", r1.Duration.Round(time.Second), r1.LogPath)
-	requireSteps(t, res, map[string]int{"build": 0, "refusals": 0, "case-a": 0, "case-b": 0})
-	out := func(step, name string) string { return strings.TrimSpace(string(res[step].Outputs[name])) }
-
-	// refusals: exit 1, the reason named, every disk bit-identical, no state
-	for s, want := range map[string]string{"HDD8": "ext4", "HDD9": "too small", "HDD10": "logical blocks"} {
-		if rc, o := out("refusals", "refuse-"+s+".rc"), out("refusals", "refuse-"+s+".txt"); rc != "1" || !strings.Contains(o, want) {
-			t.Errorf("replace onto %s: exit %s, want 1 naming %q:\n%s", s, rc, want, o)
+	// TBHOST_LAB_REPLACE_PHASE=c with TBHOST_LAB_KEEP=DIR: boot 2 only, on
+	// the images and the serial log boot 1 left in DIR
+	phaseC := os.Getenv("TBHOST_LAB_REPLACE_PHASE") == "c"
+	var res map[string]StepResult
+	if phaseC {
+		logb, err := os.ReadFile(filepath.Join(work, "serial-replace-ab.log"))
+		if err != nil {
+			t.Fatalf("TBHOST_LAB_REPLACE_PHASE=c needs boot 1's work dir in TBHOST_LAB_KEEP: %v", err)
+		}
+		m := regexp.MustCompile(`(TBHOST-LAB-[0-9a-f]+) BEGIN `).FindSubmatch(logb)
+		if m == nil {
+			t.Fatal("no output markers in boot 1's serial log")
+		}
+		res = splitSteps(replaceBoot1, parseSerial(logb, string(m[1])).Outputs)
+	} else {
+		for i := range disks {
+			p := disks[i].Image
+			os.Remove(p)
+			if err := os.WriteFile(p, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(p, disks[i].SizeMiB<<20); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c, _ := NewCache(os.Getenv("TBHOST_LAB_CACHE"), execx.Exec{}, nil)
+		if err := c.WriteExt4(context.Background(), images["hdd8"]); err != nil {
+			t.Fatal(err)
+		}
+		var r1 *Result
+		var err error
+		res, r1, err = l.RunBatch(t.Context(), Config{Name: "replace-ab", WorkDir: work, Disks: disks, Tbhost: shared.tbhost,
+			Files: files, Timeout: 40 * time.Minute, MemMiB: 1024}, replaceBoot1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("boot 1: %v, log %s", r1.Duration.Round(time.Second), r1.LogPath)
+		checkReplaceBoot1(t, res)
+		if t.Failed() {
+			return
 		}
 	}
-	if b, a := out("refusals", "disks-before.txt"), out("refusals", "disks-after.txt"); b == "" || b != a {
-		t.Errorf("disks changed across the refusals:\nbefore\n%s\nafter\n%s", b, a)
-	} else {
-		t.Logf("sha256 of every disk, identical before and after the three refusals:\n%s", b)
-	}
-	if st := out("refusals", "state-files.txt"); strings.Contains(st, "replace-vg-hdd-tables.json") {
-		t.Errorf("a refusal wrote a state file: %s", st)
-	}
-	if o := out("refusals", "dry-run-a.txt"); !strings.Contains(o, "case a-present") || !strings.Contains(o, "--replace") {
-		t.Errorf("dry run, case a:\n%s", o)
-	}
-	t.Logf("dry run, case a:\n%s", out("refusals", "dry-run-a.txt"))
-
-	checkReplaced(t, "case a", res["case-a"], out("case-a", "new.dev"))
-	t.Logf("case a:\n%s", out("case-a", "replace.txt"))
-
 	b := res["case-b"]
-	t.Logf("case b dry run:\n%s", out("case-b", "dry-run-b.txt"))
-	if o := out("case-b", "dry-run-b.txt"); !strings.Contains(o, "case b-vanished") || strings.Contains(o, "--raidintegrity n") {
-		t.Errorf("case b dry run: want case b and integrity kept:\n%s", o)
-	}
-	checkKilledInWait(t, "case b", b, "wait-rebuild")
-	if rc := out("case-b", "monitor-rebuilding.rc"); rc != "1" {
-		t.Errorf("monitor check while rebuilding: exit %s, want 1 (WARNING):\n%s", rc, out("case-b", "monitor-rebuilding.txt"))
-	}
-	t.Logf("case b: status while rebuilding (exit %s):\n%s", out("case-b", "status-rebuilding.rc"), out("case-b", "status-rebuilding.txt"))
-	if rc := out("case-b", "replace2.rc"); rc != "0" {
-		t.Errorf("case b rerun after SIGKILL: exit %s:\n%s", rc, out("case-b", "replace2.txt"))
-	}
-	checkReplaced(t, "case b", b, out("case-b", "new.dev"))
-	if rc := out("case-b", "monitor-after.rc"); rc != "0" {
-		t.Errorf("case b: monitor check under load after the replace: exit %s:\n%s", rc, out("case-b", "monitor-after.txt"))
-	}
-	t.Logf("case b runs:\n%s\n---\n%s", out("case-b", "replace1.txt"), out("case-b", "replace2.txt"))
-	if t.Failed() {
-		return
-	}
 
 	// boot 2: HDD2 missing at boot; HDD3 (deleted in boot 1) blank again
 	if err := os.Truncate(images["hdd3"], 0); err != nil {
@@ -292,6 +277,53 @@ func TestLVMReplace(t *testing.T) {
 		t.Errorf("case c: integrity status after: exit %s:\n%s", rc, o2("integrity-after.txt"))
 	}
 	t.Logf("case c runs:\n%s\n---\n%s", o2("replace1.txt"), o2("replace2.txt"))
+}
+
+// checkReplaceBoot1 asserts boot 1: the refusals, case a, case b.
+func checkReplaceBoot1(t *testing.T, res map[string]StepResult) {
+	t.Helper()
+	requireSteps(t, res, map[string]int{"build": 0, "refusals": 0, "case-a": 0, "case-b": 0})
+	out := func(step, name string) string { return strings.TrimSpace(string(res[step].Outputs[name])) }
+	// refusals: exit 1, the reason named, every disk bit-identical, no state
+	for s, want := range map[string]string{"HDD8": "ext4", "HDD9": "too small", "HDD10": "logical blocks"} {
+		if rc, o := out("refusals", "refuse-"+s+".rc"), out("refusals", "refuse-"+s+".txt"); rc != "1" || !strings.Contains(o, want) {
+			t.Errorf("replace onto %s: exit %s, want 1 naming %q:\n%s", s, rc, want, o)
+		}
+	}
+	if b, a := out("refusals", "disks-before.txt"), out("refusals", "disks-after.txt"); b == "" || b != a {
+		t.Errorf("disks changed across the refusals:\nbefore\n%s\nafter\n%s", b, a)
+	} else {
+		t.Logf("sha256 of every disk, identical before and after the three refusals:\n%s", b)
+	}
+	if st := out("refusals", "state-files.txt"); slices.Contains(strings.Fields(st), "replace-vg-hdd-tables.json") {
+		t.Errorf("a refusal wrote a state file: %s", st)
+	}
+	if o := out("refusals", "dry-run-a.txt"); !strings.Contains(o, "case a-present") || !strings.Contains(o, "--replace") {
+		t.Errorf("dry run, case a:\n%s", o)
+	}
+	t.Logf("dry run, case a:\n%s", out("refusals", "dry-run-a.txt"))
+
+	checkReplaced(t, "case a", res["case-a"], out("case-a", "new.dev"))
+	t.Logf("case a:\n%s", out("case-a", "replace.txt"))
+
+	b := res["case-b"]
+	t.Logf("case b dry run:\n%s", out("case-b", "dry-run-b.txt"))
+	if o := out("case-b", "dry-run-b.txt"); !strings.Contains(o, "case b-vanished") || strings.Contains(o, "--raidintegrity n") {
+		t.Errorf("case b dry run: want case b and integrity kept:\n%s", o)
+	}
+	checkKilledInWait(t, "case b", b, "wait-rebuild")
+	if rc := out("case-b", "monitor-rebuilding.rc"); rc != "1" {
+		t.Errorf("monitor check while rebuilding: exit %s, want 1 (WARNING):\n%s", rc, out("case-b", "monitor-rebuilding.txt"))
+	}
+	t.Logf("case b: status while rebuilding (exit %s):\n%s", out("case-b", "status-rebuilding.rc"), out("case-b", "status-rebuilding.txt"))
+	if rc := out("case-b", "replace2.rc"); rc != "0" {
+		t.Errorf("case b rerun after SIGKILL: exit %s:\n%s", rc, out("case-b", "replace2.txt"))
+	}
+	checkReplaced(t, "case b", b, out("case-b", "new.dev"))
+	if rc := out("case-b", "monitor-after.rc"); rc != "0" {
+		t.Errorf("case b: monitor check under load after the replace: exit %s:\n%s", rc, out("case-b", "monitor-after.txt"))
+	}
+	t.Logf("case b runs:\n%s\n---\n%s", out("case-b", "replace1.txt"), out("case-b", "replace2.txt"))
 }
 
 // checkKilledInWait: tbhost was killed with SIGKILL while the state file
