@@ -159,6 +159,18 @@ umount /srv/syzygy; echo 3 > /proc/sys/vm/drop_caches
 check_array $LAB_OUT/plan-c.yaml
 tbhost integrity status vg-hdd/tables > $LAB_OUT/integrity-after.txt 2>&1; echo $? > $LAB_OUT/integrity-after.rc
 monitor_under_load monitor-after`},
+	{Name: "playbook-b", Script: replaceCommon + `SUMS=/lab/sums.txt
+# case b once more, end to end by the replace-disk playbook: HDD4 dropped
+# while the array runs, HDD11 (blank) takes its place
+mkdir -p /tmp/pbplan; cp /lab/out/steps/case-c/plan-c.yaml /tmp/pbplan/plan.yaml
+victim=$(lab_dev HDD4); new=$(lab_dev HDD11); echo $new > $LAB_OUT/new.dev
+echo 1 > /sys/block/${victim#/dev/}/device/delete; sleep 5
+tbhost playbook run --yes --state-dir /tmp/pb --set new=$new --set plan=/tmp/pbplan/plan.yaml --set poll=2s \
+  --set checksums=/checksums/sha256 --set tables=/srv/syzygy/tables --set monitor_for=6s replace-disk > $LAB_OUT/playbook.txt 2>&1
+echo $? > $LAB_OUT/playbook.rc
+cat $LAB_OUT/playbook.txt
+umount /srv/syzygy 2>/dev/null; echo 3 > /proc/sys/vm/drop_caches
+check_array /tmp/pbplan/plan.updated.yaml`},
 }
 
 func TestLVMReplace(t *testing.T) {
@@ -234,6 +246,9 @@ func TestLVMReplace(t *testing.T) {
 		t.Fatal(err)
 	}
 	disks2 := Without(Without(Without(Without(disks, "hdd2"), "hdd8"), "hdd9"), "hdd10")
+	// a blank disk for the playbook's case b (a new image in the work dir)
+	disks2 = append(disks2, Disk{Name: "hdd11", Kind: HDD, SizeMiB: 256, LogicalBlockSize: 512, PhysicalBlockSize: 4096})
+	os.Remove(filepath.Join(work, "hdd11.img"))
 	files["/lab/sums.txt"] = res["build"].Outputs["sums.txt"]
 	files["/lab/plan-b.yaml"] = b.Outputs["plan-b.yaml"]
 	res2, r2, err := l.RunBatch(t.Context(), Config{Name: "replace-c", WorkDir: work, Disks: disks2, Tbhost: shared.tbhost,
@@ -242,7 +257,7 @@ func TestLVMReplace(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("boot 2: %v, log %s", r2.Duration.Round(time.Second), r2.LogPath)
-	requireSteps(t, res2, map[string]int{"case-c": 0})
+	requireSteps(t, res2, map[string]int{"case-c": 0, "playbook-b": 0})
 	cc := res2["case-c"]
 	o2 := func(name string) string { return strings.TrimSpace(string(cc.Outputs[name])) }
 	t.Logf("case c at boot: lvm status exit %s:\n%s\nmonitor check exit %s:\n%s", o2("status-boot.rc"), o2("status-boot.txt"), o2("monitor-boot.rc"), o2("monitor-boot.txt"))
@@ -277,6 +292,13 @@ func TestLVMReplace(t *testing.T) {
 		t.Errorf("case c: integrity status after: exit %s:\n%s", rc, o2("integrity-after.txt"))
 	}
 	t.Logf("case c runs:\n%s\n---\n%s", o2("replace1.txt"), o2("replace2.txt"))
+
+	pb := res2["playbook-b"]
+	t.Logf("replace-disk playbook, case b (exit %s):\n%s", strings.TrimSpace(string(pb.Outputs["playbook.rc"])), pb.Outputs["playbook.txt"])
+	if rc := strings.TrimSpace(string(pb.Outputs["playbook.rc"])); rc != "0" {
+		t.Errorf("replace-disk playbook with --yes: exit %s", rc)
+	}
+	checkReplaced(t, "playbook case b", pb, strings.TrimSpace(string(pb.Outputs["new.dev"])))
 }
 
 // checkReplaceBoot1 asserts boot 1: the refusals, case a, case b.
