@@ -73,18 +73,7 @@ sync; umount /srv/syzygy
 # out now, not while the refusals step hashes the disks
 lvchange -an vg-hdd/tables; lvchange -ay vg-hdd/tables; sleep 10
 lvs -a -o lv_name,segtype,devices vg-hdd`},
-	{Name: "refusals", Script: replaceCommon + `sync; sleep 3
-sums_of_disks > $LAB_OUT/disks-before.txt
-old=$(lab_dev HDD1)
-tbhost lvm replace --dry-run vg-hdd/tables --old $old --new $(lab_dev HDD7) > $LAB_OUT/dry-run-a.txt 2>&1; echo $? > $LAB_OUT/dry-run-a.rc
-for s in HDD8 HDD9 HDD10; do
-  tbhost lvm replace --yes --state-dir /tmp/rs vg-hdd/tables --old $old --new $(lab_dev $s) > $LAB_OUT/refuse-$s.txt 2>&1; echo $? > $LAB_OUT/refuse-$s.rc
-  cat $LAB_OUT/refuse-$s.txt
-done
-sync; sleep 1
-sums_of_disks > $LAB_OUT/disks-after.txt
-ls /tmp/rs > $LAB_OUT/state-files.txt 2>&1
-cat $LAB_OUT/disks-before.txt`},
+	{Name: "refusals", Script: refusalScript("$(lab_dev HDD1)", "HDD7")},
 	{Name: "case-a", Script: replaceCommon + `mkdir -p /srv/syzygy; mount /dev/vg-hdd/tables /srv/syzygy
 tbhost lvm replace --yes --poll 2s --state-dir /tmp/rs --plan /lab/out/steps/build/plan.yaml --plan-out $LAB_OUT/plan-a.yaml \
   vg-hdd/tables --old $(lab_dev HDD1) --new $(lab_dev HDD7) > $LAB_OUT/replace.txt 2>&1; echo $? > $LAB_OUT/replace.rc
@@ -129,7 +118,26 @@ lab_run lvchange --maxrecoveryrate 4096 vg-hdd/tables
 sync`},
 }
 
+// refusalScript: a dry run onto the blank disk, then the three disks the
+// replace must refuse, with every disk's sha256 before and after.
+func refusalScript(old, blank string) string {
+	return replaceCommon + `sync; sleep 3
+sums_of_disks > $LAB_OUT/disks-before.txt
+old=` + old + `
+tbhost lvm replace --dry-run vg-hdd/tables --old $old --new $(lab_dev ` + blank + `) > $LAB_OUT/dry-run.txt 2>&1; echo $? > $LAB_OUT/dry-run.rc
+for s in HDD8 HDD9 HDD10; do
+  tbhost lvm replace --yes --state-dir /tmp/rs vg-hdd/tables --old $old --new $(lab_dev $s) > $LAB_OUT/refuse-$s.txt 2>&1; echo $? > $LAB_OUT/refuse-$s.rc
+  cat $LAB_OUT/refuse-$s.txt
+done
+sync; sleep 1
+sums_of_disks > $LAB_OUT/disks-after.txt
+ls /tmp/rs > $LAB_OUT/state-files.txt 2>&1
+cat $LAB_OUT/disks-before.txt`
+}
+
 var replaceBoot2 = []Step{
+	// the array is inactive (missing at boot): nothing writes in the background
+	{Name: "refusals", Script: refusalScript("missing", "HDD3")},
 	{Name: "case-c", Script: replaceCommon + `SUMS=/lab/sums.txt
 new=$(lab_dev HDD3); echo $new > $LAB_OUT/new.dev
 lvs -a -o lv_name,lv_attr,lv_health_status,devices vg-hdd > $LAB_OUT/lvs-boot.txt 2>&1
@@ -245,7 +253,7 @@ func TestLVMReplace(t *testing.T) {
 	if err := os.Truncate(images["hdd3"], 256<<20); err != nil {
 		t.Fatal(err)
 	}
-	disks2 := Without(Without(Without(Without(disks, "hdd2"), "hdd8"), "hdd9"), "hdd10")
+	disks2 := Without(disks, "hdd2")
 	// a blank disk for the playbook's case b (a new image in the work dir)
 	disks2 = append(disks2, Disk{Name: "hdd11", Kind: HDD, SizeMiB: 256, LogicalBlockSize: 512, PhysicalBlockSize: 4096})
 	os.Remove(filepath.Join(work, "hdd11.img"))
@@ -257,7 +265,8 @@ func TestLVMReplace(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("boot 2: %v, log %s", r2.Duration.Round(time.Second), r2.LogPath)
-	requireSteps(t, res2, map[string]int{"case-c": 0, "playbook-b": 0})
+	requireSteps(t, res2, map[string]int{"refusals": 0, "case-c": 0, "playbook-b": 0})
+	checkRefusals(t, "boot 2 (case c, array inactive)", res2["refusals"], "case c-missing-at-boot")
 	cc := res2["case-c"]
 	o2 := func(name string) string { return strings.TrimSpace(string(cc.Outputs[name])) }
 	t.Logf("case c at boot: lvm status exit %s:\n%s\nmonitor check exit %s:\n%s", o2("status-boot.rc"), o2("status-boot.txt"), o2("monitor-boot.rc"), o2("monitor-boot.txt"))
@@ -306,25 +315,7 @@ func checkReplaceBoot1(t *testing.T, res map[string]StepResult) {
 	t.Helper()
 	requireSteps(t, res, map[string]int{"build": 0, "refusals": 0, "case-a": 0, "case-b": 0})
 	out := func(step, name string) string { return strings.TrimSpace(string(res[step].Outputs[name])) }
-	// refusals: exit 1, the reason named, every disk bit-identical, no state
-	for s, want := range map[string]string{"HDD8": "ext4", "HDD9": "too small", "HDD10": "logical blocks"} {
-		if rc, o := out("refusals", "refuse-"+s+".rc"), out("refusals", "refuse-"+s+".txt"); rc != "1" || !strings.Contains(o, want) {
-			t.Errorf("replace onto %s: exit %s, want 1 naming %q:\n%s", s, rc, want, o)
-		}
-	}
-	if b, a := out("refusals", "disks-before.txt"), out("refusals", "disks-after.txt"); b == "" || b != a {
-		t.Errorf("disks changed across the refusals:\nbefore\n%s\nafter\n%s", b, a)
-	} else {
-		t.Logf("sha256 of every disk, identical before and after the three refusals:\n%s", b)
-	}
-	if st := out("refusals", "state-files.txt"); slices.Contains(strings.Fields(st), "replace-vg-hdd-tables.json") {
-		t.Errorf("a refusal wrote a state file: %s", st)
-	}
-	if o := out("refusals", "dry-run-a.txt"); !strings.Contains(o, "case a-present") || !strings.Contains(o, "--replace") {
-		t.Errorf("dry run, case a:\n%s", o)
-	}
-	t.Logf("dry run, case a:\n%s", out("refusals", "dry-run-a.txt"))
-
+	checkRefusals(t, "boot 1 (case a, array active)", res["refusals"], "case a-present")
 	checkReplaced(t, "case a", res["case-a"], out("case-a", "new.dev"))
 	t.Logf("case a:\n%s", out("case-a", "replace.txt"))
 
@@ -346,6 +337,30 @@ func checkReplaceBoot1(t *testing.T, res map[string]StepResult) {
 		t.Errorf("case b: monitor check under load after the replace: exit %s:\n%s", rc, out("case-b", "monitor-after.txt"))
 	}
 	t.Logf("case b runs:\n%s\n---\n%s", out("case-b", "replace1.txt"), out("case-b", "replace2.txt"))
+}
+
+// checkRefusals: exit 1 naming the reason, every disk bit-identical, no
+// state file; the dry run names the case.
+func checkRefusals(t *testing.T, what string, r StepResult, dryCase string) {
+	t.Helper()
+	o := func(n string) string { return strings.TrimSpace(string(r.Outputs[n])) }
+	for s, want := range map[string]string{"HDD8": "ext4", "HDD9": "too small", "HDD10": "logical blocks"} {
+		if rc, out := o("refuse-"+s+".rc"), o("refuse-"+s+".txt"); rc != "1" || !strings.Contains(out, want) {
+			t.Errorf("%s: replace onto %s: exit %s, want 1 naming %q:\n%s", what, s, rc, want, out)
+		}
+	}
+	if b, a := o("disks-before.txt"), o("disks-after.txt"); b == "" || b != a {
+		t.Errorf("%s: disks changed across the refusals:\nbefore\n%s\nafter\n%s", what, b, a)
+	} else {
+		t.Logf("%s: sha256 of every disk, identical before and after the three refusals:\n%s", what, b)
+	}
+	if st := o("state-files.txt"); slices.Contains(strings.Fields(st), "replace-vg-hdd-tables.json") {
+		t.Errorf("%s: a refusal wrote a state file: %s", what, st)
+	}
+	if out := o("dry-run.txt"); !strings.Contains(out, dryCase) {
+		t.Errorf("%s: dry run does not say %s:\n%s", what, dryCase, out)
+	}
+	t.Logf("%s: dry run:\n%s", what, o("dry-run.txt"))
 }
 
 // checkKilledInWait: tbhost was killed with SIGKILL while the state file
