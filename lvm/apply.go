@@ -391,7 +391,8 @@ func (a Applier) guard(p *Plan, cur *current, rep *ApplyReport) error {
 		}
 	}
 	for _, pd := range p.Devices {
-		problem, note := GuardDevice(cur.dev[pd.ID], pd.ID, cur.pvOf[pd.ID], vgOfDevice[pd.ID], pd.Wipe)
+		d := cur.dev[pd.ID]
+		problem, note := GuardDevice(d, pd.ID, cur.pvOf[pd.ID], vgOfDevice[pd.ID], pd.Wipe, "re-plan with --wipe "+d.Name+" and apply with --yes")
 		if problem != "" {
 			problems = append(problems, problem)
 		}
@@ -451,8 +452,9 @@ func (a Applier) guard(p *Plan, cur *current, rep *ApplyReport) error {
 // that could not be probed, a PV of another VG (unless wipe) and a device
 // carrying data (partitions, signatures; unless wipe). A PV of ourVG passes
 // (already ours), a PV in no VG passes with a note (pvcreate is skipped).
-// id is how the caller names the device in its texts.
-func GuardDevice(d *blockdev.Device, id string, pv *PV, ourVG string, wipe bool) (problem, note string) {
+// id is how the caller names the device in its texts; wipeFix says how
+// the operator allows its content to be destroyed ("re-plan with --wipe sdX").
+func GuardDevice(d *blockdev.Device, id string, pv *PV, ourVG string, wipe bool, wipeFix string) (problem, note string) {
 	if pv != nil && pv.VG == ourVG && ourVG != "" {
 		return "", "" // already ours: holders and LVM signature are expected
 	}
@@ -466,14 +468,14 @@ func GuardDevice(d *blockdev.Device, id string, pv *PV, ourVG string, wipe bool)
 		return fmt.Sprintf("%s (%s): cannot check that it is blank: %s", d.Name, id, d.ProbeError), ""
 	}
 	if pv != nil && pv.VG != "" && !wipe {
-		return fmt.Sprintf("%s (%s) is a PV of another VG (%s); remove it from that VG, or re-plan with --wipe %s", d.Name, id, pv.VG, d.Name), ""
+		return fmt.Sprintf("%s (%s) is a PV of another VG (%s); remove it from that VG, or %s", d.Name, id, pv.VG, wipeFix), ""
 	}
 	if pv != nil && pv.VG == "" {
 		return "", fmt.Sprintf("%s is already a PV in no VG (an earlier run stopped after pvcreate?): pvcreate is skipped", d.Name)
 	}
 	if content := d.Content(); len(content) > 0 && !wipe {
-		return fmt.Sprintf("%s (%s) holds data (%s); it is left untouched. If that may be destroyed, re-plan with --wipe %s and apply with --yes",
-			d.Name, id, strings.Join(content, "; "), d.Name), ""
+		return fmt.Sprintf("%s (%s) holds data (%s); it is left untouched. If that may be destroyed, %s",
+			d.Name, id, strings.Join(content, "; "), wipeFix), ""
 	}
 	return "", ""
 }

@@ -193,6 +193,11 @@ const (
 
 	// Disk replacement (issue 14).
 
+	// CodeSMART: smartctl reports a member disk failing or wearing
+	// (assessment FAILED, reallocated/pending/uncorrectable sectors, NVMe
+	// media errors or critical warning): WARNING, plan its replacement.
+	CodeSMART Code = "smart"
+
 	// CodeIntegrityReinit: dm-integrity is (re-)initialising an image's
 	// checksums (its sync_percent < 100, e.g. after `lvconvert
 	// --raidintegrity y`): the blocks above its point are not checked yet.

@@ -355,7 +355,7 @@ func (p ReplacePlan) Commands() []Command {
 // is none). It returns the refusals and the notes.
 func GuardNewDisk(s *Situation, d *blockdev.Device, pv *PV) (problems, notes []string) {
 	id := d.Ref()
-	if p, n := GuardDevice(d, id, pv, s.VG, false); p != "" {
+	if p, n := GuardDevice(d, id, pv, s.VG, false, fmt.Sprintf("wipe it first (wipefs --all %s; for a PV: pvremove), or use another disk", d.Path)); p != "" {
 		problems = append(problems, p)
 	} else if n != "" {
 		notes = append(notes, n)

@@ -100,6 +100,13 @@ func Check(ctx context.Context, e Env, o CheckOptions) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
+	if !e.Snapshot() && e.Runner != nil { // the disks of a snapshot cannot be asked
+		probs, notes := SMARTProblems(ctx, e.Runner, "/sys/class/block", topo.Arrays)
+		for i := range topo.Arrays {
+			topo.Arrays[i].Problems = append(topo.Arrays[i].Problems, probs[topo.Arrays[i].Name]...)
+		}
+		topo.Notes = append(topo.Notes, notes...)
+	}
 	if len(topo.Arrays) == 0 { // nothing to sample
 		r := Evaluate(nil, nil, o.Thresholds)
 		r.Notes = topo.Notes

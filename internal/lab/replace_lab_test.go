@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -67,19 +69,11 @@ mkdir /srv/syzygy/tables; cp /tables/* /srv/syzygy/tables/
 dd if=/dev/urandom of=/srv/syzygy/pattern.bin bs=1M count=48 2>/dev/null
 (cd /srv/syzygy && sha256sum pattern.bin tables/*) > $LAB_OUT/sums.txt
 sync; umount /srv/syzygy
+# deactivate once: dm-integrity's journal and md's superblocks are written
+# out now, not while the refusals step hashes the disks
+lvchange -an vg-hdd/tables; lvchange -ay vg-hdd/tables; sleep 10
 lvs -a -o lv_name,segtype,devices vg-hdd`},
-	{Name: "refusals", Script: replaceCommon + `sync; sleep 3
-sums_of_disks > $LAB_OUT/disks-before.txt
-old=$(lab_dev HDD1)
-tbhost lvm replace --dry-run vg-hdd/tables --old $old --new $(lab_dev HDD7) > $LAB_OUT/dry-run-a.txt 2>&1; echo $? > $LAB_OUT/dry-run-a.rc
-for s in HDD8 HDD9 HDD10; do
-  tbhost lvm replace --yes --state-dir /tmp/rs vg-hdd/tables --old $old --new $(lab_dev $s) > $LAB_OUT/refuse-$s.txt 2>&1; echo $? > $LAB_OUT/refuse-$s.rc
-  cat $LAB_OUT/refuse-$s.txt
-done
-sync; sleep 1
-sums_of_disks > $LAB_OUT/disks-after.txt
-ls /tmp/rs > $LAB_OUT/state-files.txt 2>&1
-cat $LAB_OUT/disks-before.txt`},
+	{Name: "refusals", Script: refusalScript("$(lab_dev HDD1)", "HDD7")},
 	{Name: "case-a", Script: replaceCommon + `mkdir -p /srv/syzygy; mount /dev/vg-hdd/tables /srv/syzygy
 tbhost lvm replace --yes --poll 2s --state-dir /tmp/rs --plan /lab/out/steps/build/plan.yaml --plan-out $LAB_OUT/plan-a.yaml \
   vg-hdd/tables --old $(lab_dev HDD1) --new $(lab_dev HDD7) > $LAB_OUT/replace.txt 2>&1; echo $? > $LAB_OUT/replace.rc
@@ -90,6 +84,9 @@ readlink -f $(lab_dev HDD7) > $LAB_OUT/new.dev`},
 	{Name: "case-b", Script: replaceCommon + `new=$(lab_dev HDD1)
 lab_run pvremove -y $new; wipefs -a $new; dd if=/dev/zero of=$new bs=1M count=8 conv=fsync 2>/dev/null
 echo $new > $LAB_OUT/new.dev
+# slow the rebuild (4 MiB/s per device) so that the kill lands inside the
+# wait (set while every PV is there: with one missing lvchange fails)
+lab_run lvchange --maxrecoveryrate 4096 vg-hdd/tables
 victim=$(lab_dev HDD3); echo $victim > $LAB_OUT/victim.dev
 (while :; do dd if=/dev/vg-hdd/tables of=/dev/null bs=1M iflag=direct 2>/dev/null || exit; done) &
 lp=$!; sleep 2
@@ -98,8 +95,6 @@ kill $lp 2>/dev/null; killall dd 2>/dev/null; wait $lp 2>/dev/null
 lvs -a -o lv_name,lv_attr,lv_health_status,devices vg-hdd > $LAB_OUT/lvs-degraded.txt 2>&1
 tbhost lvm status > $LAB_OUT/status-degraded.txt 2>&1; echo $? > $LAB_OUT/status-degraded.rc
 tbhost lvm replace --dry-run vg-hdd/tables --old missing --new $new > $LAB_OUT/dry-run-b.txt 2>&1
-# slow the rebuild (4 MiB/s per device) so that the kill lands inside the wait
-lab_run lvchange --maxrecoveryrate 4096 vg-hdd/tables
 A="--yes --poll 1s --state-dir /tmp/rs --plan /lab/out/steps/case-a/plan-a.yaml --plan-out $LAB_OUT/plan-b.yaml vg-hdd/tables --old missing --new $new"
 tbhost lvm replace $A > $LAB_OUT/replace1.txt 2>&1 &
 pid=$!
@@ -123,7 +118,26 @@ lab_run lvchange --maxrecoveryrate 4096 vg-hdd/tables
 sync`},
 }
 
+// refusalScript: a dry run onto the blank disk, then the three disks the
+// replace must refuse, with every disk's sha256 before and after.
+func refusalScript(old, blank string) string {
+	return replaceCommon + `sync; sleep 3
+sums_of_disks > $LAB_OUT/disks-before.txt
+old=` + old + `
+tbhost lvm replace --dry-run vg-hdd/tables --old $old --new $(lab_dev ` + blank + `) > $LAB_OUT/dry-run.txt 2>&1; echo $? > $LAB_OUT/dry-run.rc
+for s in HDD8 HDD9 HDD10; do
+  tbhost lvm replace --yes --state-dir /tmp/rs vg-hdd/tables --old $old --new $(lab_dev $s) > $LAB_OUT/refuse-$s.txt 2>&1; echo $? > $LAB_OUT/refuse-$s.rc
+  cat $LAB_OUT/refuse-$s.txt
+done
+sync; sleep 1
+sums_of_disks > $LAB_OUT/disks-after.txt
+ls /tmp/rs > $LAB_OUT/state-files.txt 2>&1
+cat $LAB_OUT/disks-before.txt`
+}
+
 var replaceBoot2 = []Step{
+	// the array is inactive (missing at boot): nothing writes in the background
+	{Name: "refusals", Script: refusalScript("missing", "HDD3")},
 	{Name: "case-c", Script: replaceCommon + `SUMS=/lab/sums.txt
 new=$(lab_dev HDD3); echo $new > $LAB_OUT/new.dev
 lvs -a -o lv_name,lv_attr,lv_health_status,devices vg-hdd > $LAB_OUT/lvs-boot.txt 2>&1
@@ -153,6 +167,18 @@ umount /srv/syzygy; echo 3 > /proc/sys/vm/drop_caches
 check_array $LAB_OUT/plan-c.yaml
 tbhost integrity status vg-hdd/tables > $LAB_OUT/integrity-after.txt 2>&1; echo $? > $LAB_OUT/integrity-after.rc
 monitor_under_load monitor-after`},
+	{Name: "playbook-b", Script: replaceCommon + `SUMS=/lab/sums.txt
+# case b once more, end to end by the replace-disk playbook: HDD4 dropped
+# while the array runs, HDD11 (blank) takes its place
+mkdir -p /tmp/pbplan; cp /lab/out/steps/case-c/plan-c.yaml /tmp/pbplan/plan.yaml
+victim=$(lab_dev HDD4); new=$(lab_dev HDD11); echo $new > $LAB_OUT/new.dev
+echo 1 > /sys/block/${victim#/dev/}/device/delete; sleep 5
+tbhost playbook run --yes --state-dir /tmp/pb --set new=$new --set plan=/tmp/pbplan/plan.yaml --set poll=2s \
+  --set checksums=/checksums/sha256 --set tables=/srv/syzygy/tables --set monitor_for=6s replace-disk > $LAB_OUT/playbook.txt 2>&1
+echo $? > $LAB_OUT/playbook.rc
+cat $LAB_OUT/playbook.txt
+umount /srv/syzygy 2>/dev/null; echo 3 > /proc/sys/vm/drop_caches
+check_array /tmp/pbplan/plan.updated.yaml`},
 }
 
 func TestLVMReplace(t *testing.T) {
@@ -173,73 +199,52 @@ func TestLVMReplace(t *testing.T) {
 		Disk{Name: "hdd10", Kind: HDD, SizeMiB: 256, LogicalBlockSize: 4096, PhysicalBlockSize: 4096})
 	images := map[string]string{}
 	for i := range disks {
-		p := filepath.Join(work, disks[i].Name+".img")
-		os.Remove(p)
-		if err := os.WriteFile(p, nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Truncate(p, disks[i].SizeMiB<<20); err != nil {
-			t.Fatal(err)
-		}
-		disks[i].Image, images[disks[i].Name] = p, p
-	}
-	c, _ := NewCache(os.Getenv("TBHOST_LAB_CACHE"), execx.Exec{}, nil)
-	if err := c.WriteExt4(context.Background(), images["hdd8"]); err != nil {
-		t.Fatal(err)
+		disks[i].Image, images[disks[i].Name] = filepath.Join(work, disks[i].Name+".img"), filepath.Join(work, disks[i].Name+".img")
 	}
 	l := &Lab{Base: shared.base}
-	res, r1, err := l.RunBatch(t.Context(), Config{Name: "replace-ab", WorkDir: work, Disks: disks, Tbhost: shared.tbhost,
-		Files: files, Timeout: 40 * time.Minute, MemMiB: 1024}, replaceBoot1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("boot 1: %v, log %s", r1.Duration.Round(time.Second), r1.LogPath)
-	requireSteps(t, res, map[string]int{"build": 0, "refusals": 0, "case-a": 0, "case-b": 0})
-	out := func(step, name string) string { return strings.TrimSpace(string(res[step].Outputs[name])) }
-
-	// refusals: exit 1, the reason named, every disk bit-identical, no state
-	for s, want := range map[string]string{"HDD8": "ext4", "HDD9": "too small", "HDD10": "logical blocks"} {
-		if rc, o := out("refusals", "refuse-"+s+".rc"), out("refusals", "refuse-"+s+".txt"); rc != "1" || !strings.Contains(o, want) {
-			t.Errorf("replace onto %s: exit %s, want 1 naming %q:\n%s", s, rc, want, o)
+	// TBHOST_LAB_REPLACE_PHASE=c with TBHOST_LAB_KEEP=DIR: boot 2 only, on
+	// the images and the serial log boot 1 left in DIR
+	phaseC := os.Getenv("TBHOST_LAB_REPLACE_PHASE") == "c"
+	var res map[string]StepResult
+	if phaseC {
+		logb, err := os.ReadFile(filepath.Join(work, "serial-replace-ab.log"))
+		if err != nil {
+			t.Fatalf("TBHOST_LAB_REPLACE_PHASE=c needs boot 1's work dir in TBHOST_LAB_KEEP: %v", err)
+		}
+		m := regexp.MustCompile(`(TBHOST-LAB-[0-9a-f]+) BEGIN `).FindSubmatch(logb)
+		if m == nil {
+			t.Fatal("no output markers in boot 1's serial log")
+		}
+		res = splitSteps(replaceBoot1, parseSerial(logb, string(m[1])).Outputs)
+	} else {
+		for i := range disks {
+			p := disks[i].Image
+			os.Remove(p)
+			if err := os.WriteFile(p, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(p, disks[i].SizeMiB<<20); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c, _ := NewCache(os.Getenv("TBHOST_LAB_CACHE"), execx.Exec{}, nil)
+		if err := c.WriteExt4(context.Background(), images["hdd8"]); err != nil {
+			t.Fatal(err)
+		}
+		var r1 *Result
+		var err error
+		res, r1, err = l.RunBatch(t.Context(), Config{Name: "replace-ab", WorkDir: work, Disks: disks, Tbhost: shared.tbhost,
+			Files: files, Timeout: 40 * time.Minute, MemMiB: 1024}, replaceBoot1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("boot 1: %v, log %s", r1.Duration.Round(time.Second), r1.LogPath)
+		checkReplaceBoot1(t, res)
+		if t.Failed() {
+			return
 		}
 	}
-	if b, a := out("refusals", "disks-before.txt"), out("refusals", "disks-after.txt"); b == "" || b != a {
-		t.Errorf("disks changed across the refusals:\nbefore\n%s\nafter\n%s", b, a)
-	} else {
-		t.Logf("sha256 of every disk, identical before and after the three refusals:\n%s", b)
-	}
-	if st := out("refusals", "state-files.txt"); strings.Contains(st, "replace-vg-hdd-tables.json") {
-		t.Errorf("a refusal wrote a state file: %s", st)
-	}
-	if o := out("refusals", "dry-run-a.txt"); !strings.Contains(o, "case a-present") || !strings.Contains(o, "--replace") {
-		t.Errorf("dry run, case a:\n%s", o)
-	}
-	t.Logf("dry run, case a:\n%s", out("refusals", "dry-run-a.txt"))
-
-	checkReplaced(t, "case a", res["case-a"], out("case-a", "new.dev"))
-	t.Logf("case a:\n%s", out("case-a", "replace.txt"))
-
 	b := res["case-b"]
-	t.Logf("case b dry run:\n%s", out("case-b", "dry-run-b.txt"))
-	if o := out("case-b", "dry-run-b.txt"); !strings.Contains(o, "case b-vanished") || strings.Contains(o, "--raidintegrity n") {
-		t.Errorf("case b dry run: want case b and integrity kept:\n%s", o)
-	}
-	checkKilledInWait(t, "case b", b, "wait-rebuild")
-	if rc := out("case-b", "monitor-rebuilding.rc"); rc != "1" {
-		t.Errorf("monitor check while rebuilding: exit %s, want 1 (WARNING):\n%s", rc, out("case-b", "monitor-rebuilding.txt"))
-	}
-	t.Logf("case b: status while rebuilding (exit %s):\n%s", out("case-b", "status-rebuilding.rc"), out("case-b", "status-rebuilding.txt"))
-	if rc := out("case-b", "replace2.rc"); rc != "0" {
-		t.Errorf("case b rerun after SIGKILL: exit %s:\n%s", rc, out("case-b", "replace2.txt"))
-	}
-	checkReplaced(t, "case b", b, out("case-b", "new.dev"))
-	if rc := out("case-b", "monitor-after.rc"); rc != "0" {
-		t.Errorf("case b: monitor check under load after the replace: exit %s:\n%s", rc, out("case-b", "monitor-after.txt"))
-	}
-	t.Logf("case b runs:\n%s\n---\n%s", out("case-b", "replace1.txt"), out("case-b", "replace2.txt"))
-	if t.Failed() {
-		return
-	}
 
 	// boot 2: HDD2 missing at boot; HDD3 (deleted in boot 1) blank again
 	if err := os.Truncate(images["hdd3"], 0); err != nil {
@@ -248,7 +253,10 @@ func TestLVMReplace(t *testing.T) {
 	if err := os.Truncate(images["hdd3"], 256<<20); err != nil {
 		t.Fatal(err)
 	}
-	disks2 := Without(Without(Without(Without(disks, "hdd2"), "hdd8"), "hdd9"), "hdd10")
+	disks2 := Without(disks, "hdd2")
+	// a blank disk for the playbook's case b (a new image in the work dir)
+	disks2 = append(disks2, Disk{Name: "hdd11", Kind: HDD, SizeMiB: 256, LogicalBlockSize: 512, PhysicalBlockSize: 4096})
+	os.Remove(filepath.Join(work, "hdd11.img"))
 	files["/lab/sums.txt"] = res["build"].Outputs["sums.txt"]
 	files["/lab/plan-b.yaml"] = b.Outputs["plan-b.yaml"]
 	res2, r2, err := l.RunBatch(t.Context(), Config{Name: "replace-c", WorkDir: work, Disks: disks2, Tbhost: shared.tbhost,
@@ -257,7 +265,8 @@ func TestLVMReplace(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("boot 2: %v, log %s", r2.Duration.Round(time.Second), r2.LogPath)
-	requireSteps(t, res2, map[string]int{"case-c": 0})
+	requireSteps(t, res2, map[string]int{"refusals": 0, "case-c": 0, "playbook-b": 0})
+	checkRefusals(t, "boot 2 (case c, array inactive)", res2["refusals"], "case c-missing-at-boot")
 	cc := res2["case-c"]
 	o2 := func(name string) string { return strings.TrimSpace(string(cc.Outputs[name])) }
 	t.Logf("case c at boot: lvm status exit %s:\n%s\nmonitor check exit %s:\n%s", o2("status-boot.rc"), o2("status-boot.txt"), o2("monitor-boot.rc"), o2("monitor-boot.txt"))
@@ -292,6 +301,66 @@ func TestLVMReplace(t *testing.T) {
 		t.Errorf("case c: integrity status after: exit %s:\n%s", rc, o2("integrity-after.txt"))
 	}
 	t.Logf("case c runs:\n%s\n---\n%s", o2("replace1.txt"), o2("replace2.txt"))
+
+	pb := res2["playbook-b"]
+	t.Logf("replace-disk playbook, case b (exit %s):\n%s", strings.TrimSpace(string(pb.Outputs["playbook.rc"])), pb.Outputs["playbook.txt"])
+	if rc := strings.TrimSpace(string(pb.Outputs["playbook.rc"])); rc != "0" {
+		t.Errorf("replace-disk playbook with --yes: exit %s", rc)
+	}
+	checkReplaced(t, "playbook case b", pb, strings.TrimSpace(string(pb.Outputs["new.dev"])))
+}
+
+// checkReplaceBoot1 asserts boot 1: the refusals, case a, case b.
+func checkReplaceBoot1(t *testing.T, res map[string]StepResult) {
+	t.Helper()
+	requireSteps(t, res, map[string]int{"build": 0, "refusals": 0, "case-a": 0, "case-b": 0})
+	out := func(step, name string) string { return strings.TrimSpace(string(res[step].Outputs[name])) }
+	checkRefusals(t, "boot 1 (case a, array active)", res["refusals"], "case a-present")
+	checkReplaced(t, "case a", res["case-a"], out("case-a", "new.dev"))
+	t.Logf("case a:\n%s", out("case-a", "replace.txt"))
+
+	b := res["case-b"]
+	t.Logf("case b dry run:\n%s", out("case-b", "dry-run-b.txt"))
+	if o := out("case-b", "dry-run-b.txt"); !strings.Contains(o, "case b-vanished") || strings.Contains(o, "--raidintegrity n") {
+		t.Errorf("case b dry run: want case b and integrity kept:\n%s", o)
+	}
+	checkKilledInWait(t, "case b", b, "wait-rebuild")
+	if rc := out("case-b", "monitor-rebuilding.rc"); rc != "1" {
+		t.Errorf("monitor check while rebuilding: exit %s, want 1 (WARNING):\n%s", rc, out("case-b", "monitor-rebuilding.txt"))
+	}
+	t.Logf("case b: status while rebuilding (exit %s):\n%s", out("case-b", "status-rebuilding.rc"), out("case-b", "status-rebuilding.txt"))
+	if rc := out("case-b", "replace2.rc"); rc != "0" {
+		t.Errorf("case b rerun after SIGKILL: exit %s:\n%s", rc, out("case-b", "replace2.txt"))
+	}
+	checkReplaced(t, "case b", b, out("case-b", "new.dev"))
+	if rc := out("case-b", "monitor-after.rc"); rc != "0" {
+		t.Errorf("case b: monitor check under load after the replace: exit %s:\n%s", rc, out("case-b", "monitor-after.txt"))
+	}
+	t.Logf("case b runs:\n%s\n---\n%s", out("case-b", "replace1.txt"), out("case-b", "replace2.txt"))
+}
+
+// checkRefusals: exit 1 naming the reason, every disk bit-identical, no
+// state file; the dry run names the case.
+func checkRefusals(t *testing.T, what string, r StepResult, dryCase string) {
+	t.Helper()
+	o := func(n string) string { return strings.TrimSpace(string(r.Outputs[n])) }
+	for s, want := range map[string]string{"HDD8": "ext4", "HDD9": "too small", "HDD10": "logical blocks"} {
+		if rc, out := o("refuse-"+s+".rc"), o("refuse-"+s+".txt"); rc != "1" || !strings.Contains(out, want) {
+			t.Errorf("%s: replace onto %s: exit %s, want 1 naming %q:\n%s", what, s, rc, want, out)
+		}
+	}
+	if b, a := o("disks-before.txt"), o("disks-after.txt"); b == "" || b != a {
+		t.Errorf("%s: disks changed across the refusals:\nbefore\n%s\nafter\n%s", what, b, a)
+	} else {
+		t.Logf("%s: sha256 of every disk, identical before and after the three refusals:\n%s", what, b)
+	}
+	if st := o("state-files.txt"); slices.Contains(strings.Fields(st), "replace-vg-hdd-tables.json") {
+		t.Errorf("%s: a refusal wrote a state file: %s", what, st)
+	}
+	if out := o("dry-run.txt"); !strings.Contains(out, dryCase) {
+		t.Errorf("%s: dry run does not say %s:\n%s", what, dryCase, out)
+	}
+	t.Logf("%s: dry run:\n%s", what, o("dry-run.txt"))
 }
 
 // checkKilledInWait: tbhost was killed with SIGKILL while the state file

@@ -3,8 +3,14 @@
 package inventorycmd
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
+
+	"github.com/tbhost/tbhost/internal/execx"
+	"github.com/tbhost/tbhost/internal/smart"
 
 	"github.com/tbhost/tbhost/internal/blockdev"
 	"github.com/tbhost/tbhost/internal/cliutil"
@@ -37,6 +43,10 @@ func Command() *cli.Command {
    so that   tbhost --root DIR inventory   and   tbhost --root DIR lvm plan
    replay this machine anywhere: plan on your laptop, review, then apply on the host.
 
+   Where smartctl (smartmontools) is installed, the text output ends with each disk's SMART
+   health (overall assessment, reallocated and pending sectors); a PV of a VG with concerns
+   gets a WARNING naming the disk and the tbhost lvm replace command.
+
 EXAMPLES:
    tbhost inventory
    tbhost inventory --json | jq '.disks[] | {name, role, serial}'
@@ -65,7 +75,70 @@ EXAMPLES:
 			if err != nil {
 				return cliutil.CannotRun(err)
 			}
-			return g.Output(inv, func(w io.Writer) error { return blockdev.WriteText(w, inv) })
+			return g.Output(inv, func(w io.Writer) error {
+				if err := blockdev.WriteText(w, inv); err != nil {
+					return err
+				}
+				if g.Root == "/" && c.String("snapshot") == "" { // the disks of a snapshot cannot be asked
+					return writeSMART(c.Context, w, g.Runner, inv)
+				}
+				return nil
+			})
 		},
 	}
+}
+
+// writeSMART prints each whole disk's SMART health, and a WARNING for a
+// disk with concerns; nothing when smartctl is not installed.
+func writeSMART(ctx context.Context, w io.Writer, r execx.Runner, inv *blockdev.Inventory) error {
+	header := false
+	for _, d := range inv.Disks {
+		if d.Size == 0 || d.Removable {
+			continue
+		}
+		h, err := smart.Read(ctx, r, d.Path)
+		if errors.Is(err, smart.ErrNotInstalled) {
+			return nil
+		}
+		if !header {
+			fmt.Fprintln(w, "\nSMART")
+			header = true
+		}
+		if err != nil {
+			fmt.Fprintf(w, "  %-10s not read: %v\n", d.Name, err)
+			continue
+		}
+		state := "no assessment"
+		if h.Passed != nil && *h.Passed {
+			state = "PASSED"
+		} else if h.Passed != nil {
+			state = "FAILED"
+		}
+		fmt.Fprintf(w, "  %-10s %-13s reallocated %s, pending %s\n", d.Name, state, count(h.Reallocated), count(h.Pending))
+		if c := h.Concerns(); len(c) > 0 {
+			advice := "replace it before it fails"
+			if d.PV != nil && d.PV.VG != "" {
+				advice = fmt.Sprintf("replace it: tbhost lvm replace --dry-run %s/LV --old %s --new /dev/NEWDISK (tbhost lvm status names the LV)", d.PV.VG, d.Path)
+			}
+			fmt.Fprintf(w, "  WARNING %s (serial %s): %s; %s\n", d.Path, orDash(h.Serial, d.Serial), strings.Join(c, "; "), advice)
+		}
+	}
+	return nil
+}
+
+func count(n int64) string {
+	if n < 0 {
+		return "-"
+	}
+	return fmt.Sprint(n)
+}
+
+func orDash(a, b string) string {
+	if a != "" {
+		return a
+	}
+	if b != "" {
+		return b
+	}
+	return "-"
 }
