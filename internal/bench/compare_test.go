@@ -103,7 +103,7 @@ func runWrk(b *testing.B, url string, clients int, d time.Duration) wrkResult {
 }
 
 func runHarness(b *testing.B, url, path string, clients int, d time.Duration) wrkResult {
-	paths := make([]string, 2_000_000)
+	paths := make([]string, 600_000)
 	for i := range paths {
 		paths[i] = path
 	}
