@@ -14,10 +14,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // leanClient is the replay's HTTP/1.1 client: one persistent connection per
@@ -30,11 +27,6 @@ type leanClient struct {
 	scheme, addr, host string
 	timeout            time.Duration
 	tlsConf            *tls.Config
-	// blocking: plain-HTTP sockets are switched to blocking mode, for
-	// clients that are OS threads (Load.OSThreads): each read and write
-	// is one system call that sleeps in the kernel, no trip through the
-	// netpoller and the scheduler per answer (see threadedConn).
-	blocking bool
 
 	mu     sync.Mutex
 	conns  []*leanConn // by client
@@ -71,50 +63,6 @@ func (lc *leanClient) abort() {
 	for _, c := range lc.conns {
 		if c != nil {
 			c.c.SetDeadline(time.Unix(1, 0))
-			if lc.blocking {
-				shutdownConn(c.c) // a read asleep in the kernel ignores deadlines
-			}
-		}
-	}
-}
-
-// makeBlocking puts a TCP connection's socket in blocking mode, with the
-// timeout as the kernel's send and receive timeouts (SO_SNDTIMEO,
-// SO_RCVTIMEO: deadlines do not reach a thread asleep in read(2)).
-func makeBlocking(c net.Conn, timeout time.Duration) error {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return nil
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	err = raw.Control(func(fd uintptr) {
-		tv := unix.NsecToTimeval(int64(timeout))
-		if serr = unix.SetsockoptTimeval(int(fd), unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); serr != nil {
-			return
-		}
-		if serr = unix.SetsockoptTimeval(int(fd), unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); serr != nil {
-			return
-		}
-		serr = unix.SetNonblock(int(fd), false)
-	})
-	if err == nil {
-		err = serr
-	}
-	if err != nil {
-		return fmt.Errorf("blocking socket for %s: %w", c.RemoteAddr(), err)
-	}
-	return nil
-}
-
-// shutdownConn wakes a thread asleep in read(2) on c (it returns end of file).
-func shutdownConn(c net.Conn) {
-	if sc, ok := c.(syscall.Conn); ok {
-		if raw, err := sc.SyscallConn(); err == nil {
-			raw.Control(func(fd uintptr) { _ = unix.Shutdown(int(fd), unix.SHUT_RDWR) })
 		}
 	}
 }
@@ -146,12 +94,6 @@ func (lc *leanClient) dial(ctx context.Context, client int) (*leanConn, error) {
 			return nil, err
 		}
 		c = tc
-	}
-	if lc.blocking && lc.tlsConf == nil {
-		if err := makeBlocking(c, lc.timeout); err != nil {
-			c.Close()
-			return nil, err
-		}
 	}
 	cn := &leanConn{c: c, br: bufio.NewReaderSize(c, 16<<10), bw: bufio.NewWriterSize(c, 4<<10)}
 	lc.mu.Lock()

@@ -224,13 +224,6 @@ func RunReplay(ctx context.Context, o ReplayOptions) (*Report, error) {
 			load.Progress = func(done, total int64) { o.Progress(name, done, total) }
 		}
 		client := newLeanClient(base, o.Clients, o.Timeout)
-		// Clients as OS threads on blocking sockets: 1.36x the rate of
-		// goroutines on the netpoller against a keep-alive server here
-		// (median of 6 alternating pairs); the connection-per-request case
-		// gains nothing but loses nothing.
-		threads := o.Clients <= MaxThreadClients && !o.goroutines
-		client.blocking = threads
-		load.OSThreads = threads
 		prefix := strings.TrimSuffix(base.EscapedPath(), "/") // a target may live under a path
 		stop := context.AfterFunc(ctx, client.abort)
 		res, err := Drive(ctx, load, func(ctx context.Context, c int, seq int64) Outcome {
