@@ -22,7 +22,7 @@ import (
 // readAnswer. It skips http.Transport's connection pool and
 // per-connection goroutines, which cost more CPU per request than a small
 // tablebase answer takes to serve, and would make the harness, not the
-// target, the bottleneck on a small machine (see BenchmarkReplayVsWrk).
+// target, the bottleneck on a small machine (see BenchmarkRatioReplayVsWrk).
 type leanClient struct {
 	scheme, addr, host string
 	timeout            time.Duration
