@@ -30,8 +30,10 @@ type Load struct {
 	// goroutine with the number of finished requests (for progress bars).
 	Progress func(done, total int64)
 	// OSThreads runs each client on its own OS thread (see osThreads), for
-	// clients that block in the kernel: disk reads, blocking sockets.
-	// Ignored above MaxThreadClients clients.
+	// clients that block in the kernel (the probe's disk reads). Ignored
+	// above MaxThreadClients clients. GOMAXPROCS is process-wide: runs
+	// with OSThreads should not overlap (a later restore undoes an
+	// earlier raise; measurements suffer, results stay correct).
 	OSThreads bool
 }
 
