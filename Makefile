@@ -3,7 +3,7 @@
 GO        ?= go
 LAB_TIMEOUT ?= 80m
 
-.PHONY: all build deb deb-test test deps unit lab-test bench example clean
+.PHONY: all build deb deb-test test deps unit lab-test bench bench-all example clean
 
 all: build
 
@@ -45,8 +45,21 @@ unit:
 lab-test:
 	$(GO) test -tags lab -count=1 -p 1 -timeout $(LAB_TIMEOUT) -v ./internal/lab/...
 
+# Issue 16's ratios against rival tools on the same bytes, files and
+# connections, each the median of 5 alternating pairs (docs/performance.md
+# has the latest figures): extract/cp, verify/sha256sum, probe/fio (p50,
+# p99, p99.9; pread and mmap; warm and cold), replay/wrk (rate, p50, p99;
+# keep-alive and python3 -m http.server). Cold runs drop the page cache
+# (root only; they skip otherwise); a missing fio, wrk or python3 is a skip
+# that names it (make deps installs fio and wrk). Takes ~10 minutes.
 bench:
+	@$(GO) test -count=1 -run '^$$' -bench 'Ratio' -benchtime 1x -timeout 60m ./prefix/ ./internal/bench/ > bench.log 2>&1; rc=$$?; \
+	grep -E 'RATIO|not installed|need root|FAIL|panic' bench.log | sed 's/^ *[a-z_]*_test.go:[0-9]*: //'; \
+	echo "(full output: bench.log)"; exit $$rc
+
+# every Go benchmark of the repository (ns/op, allocations, the older same-run baselines)
+bench-all:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 clean:
-	rm -rf bin dist lab-test.log
+	rm -rf bin dist lab-test.log bench.log

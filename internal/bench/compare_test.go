@@ -27,11 +27,11 @@ import (
 const trivialServerEnv = "TBHOST_BENCH_TRIVIAL_SERVER"
 
 // TestHelperTrivialServer is not a test: run as a child process by
-// BenchmarkReplayVsWrk, it serves {} on a loopback port until killed, so
+// BenchmarkRatioReplayVsWrk, it serves {} on a loopback port until killed, so
 // the server does not share the harness's process (and garbage collector).
 func TestHelperTrivialServer(t *testing.T) {
 	if os.Getenv(trivialServerEnv) != "1" {
-		t.Skip("helper process for BenchmarkReplayVsWrk")
+		t.Skip("helper process for BenchmarkRatioReplayVsWrk")
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -103,7 +103,7 @@ func runWrk(b *testing.B, url string, clients int, d time.Duration) wrkResult {
 }
 
 func runHarness(b *testing.B, url, path string, clients int, d time.Duration) wrkResult {
-	paths := make([]string, 2_000_000)
+	paths := make([]string, 600_000)
 	for i := range paths {
 		paths[i] = path
 	}

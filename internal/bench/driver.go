@@ -37,9 +37,11 @@ type Load struct {
 	// Progress, when set, is called about once a second from a separate
 	// goroutine with the number of finished requests (for progress bars).
 	Progress func(done, total int64)
-	// OSThreads runs each client on its own OS thread (see osThreads): for
-	// blocking disk reads. Network clients (replay) leave it off: they
-	// block in the netpoller, not in the kernel.
+	// OSThreads runs each client on its own OS thread (see osThreads), for
+	// clients that block in the kernel (the probe's disk reads). Ignored
+	// above MaxThreadClients clients. GOMAXPROCS is process-wide: runs
+	// with OSThreads should not overlap (a later restore undoes an
+	// earlier raise; measurements suffer, results stay correct).
 	OSThreads bool
 }
 
@@ -184,6 +186,9 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 	if load.Rate > 0 {
 		interval = time.Duration(float64(time.Second) / load.Rate)
 	}
+	if load.Clients > MaxThreadClients {
+		load.OSThreads = false // thousands of threads and processors cost more than they measure
+	}
 	if load.OSThreads {
 		defer osThreads(load.Clients)()
 	}
@@ -231,7 +236,7 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 				warm := seq < load.Warmup
 				done.Add(1)
 				st.issued++
-				if ctx.Err() != nil && out.Err != nil {
+				if out.Err != nil && runEnded(ctx) {
 					return nil // cut short by the run's end, not a failure of the target
 				}
 				if out.Err != nil && st.firstErr == "" {
@@ -305,6 +310,23 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 	}
 	return res, nil
 }
+
+// runEnded reports whether ctx has ended, counting a deadline that has
+// passed although ctx.Err is not set yet: a dial or read whose deadline
+// is ctx's fails with "i/o timeout" at the deadline, a moment before the
+// context's own timer cancels it, and that is the run's end, not a failure
+// of the target.
+func runEnded(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
+}
+
+// MaxThreadClients is the most clients that run as OS threads; more run
+// as goroutines.
+const MaxThreadClients = 256
 
 // probeLoad is l as the probe harness runs it: one OS thread per client.
 func probeLoad(l Load) Load {

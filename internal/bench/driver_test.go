@@ -184,3 +184,25 @@ func TestProbeClientsAreOSThreads(t *testing.T) {
 		t.Errorf("GOMAXPROCS %d after the run, was %d", after, before)
 	}
 }
+
+// deadlineRaceCtx is the moment between a context's deadline and its timer
+// firing: Deadline has passed, Err is still nil.
+type deadlineRaceCtx struct{ context.Context }
+
+func (deadlineRaceCtx) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+
+// Found against python3 -m http.server (issue 16): dials whose deadline is
+// the run's failed with "i/o timeout" at the run's end before ctx.Err was
+// set, and were counted as the target's failures (136 of 4183 requests).
+func TestRequestsCutByTheDeadlineAreNotFailures(t *testing.T) {
+	ctx := deadlineRaceCtx{context.Background()}
+	res, err := Drive(ctx, Load{Clients: 2, Requests: 10}, func(context.Context, int, int64) Outcome {
+		return Outcome{Err: errors.New("dial tcp 127.0.0.1:1: i/o timeout")}
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Failures != 0 || res.Failed.TotalCount() != 0 {
+		t.Errorf("%d failures counted for requests cut by the run's deadline, want 0", res.Failures)
+	}
+}

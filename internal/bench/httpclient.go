@@ -22,7 +22,7 @@ import (
 // readAnswer. It skips http.Transport's connection pool and
 // per-connection goroutines, which cost more CPU per request than a small
 // tablebase answer takes to serve, and would make the harness, not the
-// target, the bottleneck on a small machine (see BenchmarkReplayVsWrk).
+// target, the bottleneck on a small machine (see BenchmarkRatioReplayVsWrk).
 type leanClient struct {
 	scheme, addr, host string
 	timeout            time.Duration
@@ -31,6 +31,15 @@ type leanClient struct {
 	mu     sync.Mutex
 	conns  []*leanConn // by client
 	closed bool
+	// bufs keeps each client's buffers across connections: a server that
+	// closes every connection (HTTP/1.0, python3 -m http.server) costs a
+	// dial per request, not also 20 KiB of garbage.
+	bufs []leanBufs
+}
+
+type leanBufs struct {
+	br *bufio.Reader
+	bw *bufio.Writer
 }
 
 type leanConn struct {
@@ -48,7 +57,7 @@ func newLeanClient(base *url.URL, clients int, timeout time.Duration) *leanClien
 			addr = net.JoinHostPort(base.Hostname(), "80")
 		}
 	}
-	lc := &leanClient{scheme: base.Scheme, addr: addr, host: base.Host, timeout: timeout, conns: make([]*leanConn, clients)}
+	lc := &leanClient{scheme: base.Scheme, addr: addr, host: base.Host, timeout: timeout, conns: make([]*leanConn, clients), bufs: make([]leanBufs, clients)}
 	if base.Scheme == "https" {
 		lc.tlsConf = &tls.Config{ServerName: base.Hostname()}
 	}
@@ -81,7 +90,9 @@ func (lc *leanClient) close() {
 }
 
 func (lc *leanClient) dial(ctx context.Context, client int) (*leanConn, error) {
-	d := net.Dialer{Timeout: lc.timeout, KeepAlive: 30 * time.Second}
+	// No TCP keep-alive probes: a benchmark connection is never idle for
+	// long, and the probes' setsockopt calls cost a little on every dial.
+	d := net.Dialer{Timeout: lc.timeout, KeepAlive: -1}
 	c, err := d.DialContext(ctx, "tcp", lc.addr)
 	if err != nil {
 		return nil, err
@@ -95,13 +106,20 @@ func (lc *leanClient) dial(ctx context.Context, client int) (*leanConn, error) {
 		}
 		c = tc
 	}
-	cn := &leanConn{c: c, br: bufio.NewReaderSize(c, 16<<10), bw: bufio.NewWriterSize(c, 4<<10)}
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	if lc.closed {
 		c.Close()
 		return nil, context.Canceled
 	}
+	b := &lc.bufs[client]
+	if b.br == nil {
+		b.br, b.bw = bufio.NewReaderSize(c, 16<<10), bufio.NewWriterSize(c, 4<<10)
+	} else {
+		b.br.Reset(c)
+		b.bw.Reset(c)
+	}
+	cn := &leanConn{c: c, br: b.br, bw: b.bw}
 	lc.conns[client] = cn
 	return cn, nil
 }

@@ -275,15 +275,16 @@ func (w Warmup) String() string {
 
 // ReplayOptions is a bench replay run.
 type ReplayOptions struct {
-	Paths   []string // from ReadLog
-	Targets []string // base URLs, e.g. http://127.0.0.1:9090
+	Paths      []string // from ReadLog
+	Targets    []string // base URLs, e.g. http://127.0.0.1:9090
+	Clients    int
+	Warmup     Warmup
+	Rate       float64
+	Timeout    time.Duration // per request
+	goroutines bool          // tests: the goroutine clients (netpoller), for comparison
 	// Names, if set, name the targets in the report (--target old=URL), one
 	// per target; a target without a name is named by its URL.
-	Names   []string
-	Clients int
-	Warmup  Warmup
-	Rate    float64
-	Timeout time.Duration // per request
+	Names []string
 	// Failures receives one CSV line per failed request (warm-up included).
 	Failures *CSVSink
 	// Raw, when set, receives one CSV line per request (latencies.csv).
