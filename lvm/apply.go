@@ -244,10 +244,12 @@ func (a Applier) look(ctx context.Context, p *Plan) (*current, error) {
 		return nil, &RefusedError{What: "lvm apply refused (nothing was run): the plan's devices do not name the devices its commands would touch; re-plan with tbhost lvm plan", Problems: problems}
 	}
 	var stale []string
+	gone := 0
 	for _, pd := range p.Devices {
 		d := inv.Find(pd.ID)
 		planned := fmt.Sprintf("serial %s, %s", orDash(pd.Serial), sizes.Format(pd.Size))
 		if d == nil {
+			gone++
 			where := ""
 			if other := inv.BySerial(pd.Serial, pd.WWN); other != nil && pd.Kind == "disk" && pd.Serial != "" {
 				where = fmt.Sprintf("; a disk with that serial is now %s (%s)", other.Name, other.Ref())
@@ -260,6 +262,16 @@ func (a Applier) look(ctx context.Context, p *Plan) (*current, error) {
 			continue
 		}
 		cur.dev[pd.ID] = d
+	}
+	if here := hostName(inv); gone == len(p.Devices) && gone > 0 && p.Host != "" && p.Host != here {
+		// not a stale plan but another machine's: say it once (issue 18)
+		this := "not this machine"
+		if inv.Hostname != "" {
+			this = "this is " + inv.Hostname
+		}
+		return nil, &RefusedError{What: "lvm apply refused (nothing was run)", Problems: []string{fmt.Sprintf(
+			"this plan was made for host %s (%s): none of its %d devices is here; plan this machine with tbhost lvm plan (or apply the plan on %s)",
+			p.Host, this, gone, p.Host)}}
 	}
 	if len(stale) > 0 {
 		return nil, &RefusedError{What: "lvm apply refused: the plan is stale (a disk was swapped, resized, renamed or reformatted with other block sizes); run tbhost lvm plan again", Problems: stale}
@@ -352,7 +364,8 @@ func changedSince(pd PlanDevice, d *blockdev.Device) []string {
 		diff = append(diff, fmt.Sprintf("WWN %s, planned %s", d.WWN, pd.WWN))
 	}
 	if d.Size != pd.Size {
-		diff = append(diff, fmt.Sprintf("size %s, planned %s", sizes.Format(d.Size), sizes.Format(pd.Size)))
+		now, planned := sizes.FormatPair(d.Size, pd.Size)
+		diff = append(diff, fmt.Sprintf("size %s, planned %s", now, planned))
 	}
 	if d.Kind != pd.Kind || d.Partition != pd.Partition {
 		diff = append(diff, fmt.Sprintf("is a %s (partition %d), planned a %s (partition %d)", d.Kind, d.Partition, pd.Kind, pd.Partition))

@@ -93,7 +93,11 @@ type Report struct {
 	Steps    []StepResult `json:"steps"`
 	Log      string       `json:"log,omitempty"`
 	State    string       `json:"state,omitempty"`
-	nagios   bool
+	// ResumeArgs are the flags a --resume must repeat (--state-dir, the --set
+	// values: the state is found by them and checked against them); the
+	// caller sets them, WriteSummary puts them into its resume hint.
+	ResumeArgs []string `json:"-"`
+	nagios     bool
 }
 
 // Exit codes of a run that is not a Nagios check.

@@ -3,6 +3,7 @@ package playbooks
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -50,7 +51,8 @@ func (rep *Report) WriteSummary(w io.Writer) error {
 	case "interrupted", "failed", "refused":
 		if at := rep.stoppedAt(); at != "" {
 			arg := strings.TrimPrefix(rep.File, "embedded:")
-			fmt.Fprintf(w, "stopped at step %s; after fixing the cause, continue with: tbhost playbook run --resume %s\n", at, execx.Quote([]string{arg}))
+			resume := append(append([]string{"tbhost", "playbook", "run", "--resume"}, rep.ResumeArgs...), arg)
+			fmt.Fprintf(w, "stopped at step %s; after fixing the cause, continue with: %s\n", at, execx.Quote(resume))
 		}
 	}
 	if rep.Log != "" {
@@ -231,7 +233,7 @@ func WritePlan(w io.Writer, pb *Playbook, vals Values, self []string, steps []Pl
 	}
 	checkLine := func(c *PlannedCheck) string {
 		if c.Exists != "" || c.Argv == nil {
-			return "file exists " + c.Exists
+			return "file exists " + execx.Quote([]string{c.Exists}) // '' when empty, not a trailing blank
 		}
 		s := DisplayArgv(self, c.Argv)
 		if c.Optional {
@@ -250,6 +252,12 @@ func WritePlan(w io.Writer, pb *Playbook, vals Values, self []string, steps []Pl
 				verdict = "SKIPPED with these parameters"
 			}
 			fmt.Fprintf(w, "      when:     %s -> %s\n", s.When, verdict)
+		}
+		if !s.Runs {
+			// its commands would show the empty values that skip it (issue 18:
+			// "require: file exists " and "--log --target --clients 12")
+			fmt.Fprintf(w, "      (not run: its checks and commands are shown when the parameters in when: make it run)\n")
+			continue
 		}
 		if s.SkipIf != nil {
 			fmt.Fprintf(w, "      skip if:  %s succeeds (already done)\n", checkLine(s.SkipIf))
@@ -289,7 +297,16 @@ func WritePlan(w io.Writer, pb *Playbook, vals Values, self []string, steps []Pl
 			extra = append(extra, fmt.Sprintf("ok exit codes %v", s.OKCodes))
 		}
 		if len(s.ExitStatus) > 0 {
-			extra = append(extra, fmt.Sprintf("exit status %v", s.ExitStatus))
+			codes := make([]int, 0, len(s.ExitStatus))
+			for c := range s.ExitStatus {
+				codes = append(codes, c)
+			}
+			sort.Ints(codes)
+			m := make([]string, len(codes))
+			for i, c := range codes {
+				m[i] = fmt.Sprintf("exit %d = %s", c, s.ExitStatus[c])
+			}
+			extra = append(extra, strings.Join(m, ", ")) // not "exit status map[1:CRITICAL 2:UNKNOWN]"
 		}
 		if s.OnInterrupt == OnInterruptFinish {
 			extra = append(extra, "Ctrl-C lets it finish (twice kills it)")

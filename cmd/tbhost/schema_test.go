@@ -292,6 +292,8 @@ func infer(vs []any) map[string]any {
 	sort.Strings(ts)
 	s := map[string]any{}
 	switch {
+	case len(ts) == 1 && ts[0] == "null":
+		s["description"] = "only null in the samples: not constrained"
 	case len(ts) == 1:
 		s["type"] = ts[0]
 	case len(ts) > 1:

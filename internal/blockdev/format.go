@@ -74,7 +74,7 @@ func WriteText(w io.Writer, inv *Inventory) error {
 		}
 	}
 	if !inv.PVsKnown {
-		fmt.Fprintln(w, "\nLVM PV membership: unknown (lvm not run; run as root with lvm2 installed)")
+		fmt.Fprintln(w, "\nLVM PV membership: unknown (lvm was not asked, or failed: see the warnings; it needs lvm2, and root)")
 	}
 	for _, warn := range inv.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warn)

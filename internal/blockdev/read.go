@@ -468,11 +468,25 @@ func addUdevSignature(h *hostFS, d *Device) {
 	}
 }
 
+// accessHint is the way out of a failed open, for a process running as
+// euid: "run as root" only when not root already (issue 18: as root it
+// said "(run as root)").
+func accessHint(euid int, err error) string {
+	switch {
+	case !errors.Is(err, fs.ErrPermission):
+		return ""
+	case euid != 0:
+		return " (run as root)"
+	default:
+		return " (denied even to root: a container, or a security module, keeps raw devices from this process)"
+	}
+}
+
 // probeDevice opens /dev/<name> read-only and looks for signatures.
 func probeDevice(d *Device) ([]Signature, error) {
 	f, err := os.Open(d.Path)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read %s to look for signatures (run as root): %w", d.Path, err)
+		return nil, fmt.Errorf("cannot read %s to look for signatures%s: %w", d.Path, accessHint(os.Geteuid(), err), err)
 	}
 	defer f.Close()
 	return Probe(f, d.Size, d.LogicalBlockSize)

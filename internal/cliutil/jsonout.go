@@ -188,7 +188,7 @@ func mergeError(out []byte, e ErrorJSON) []byte {
 		return mustIndent(map[string]any{"error": e, "output": string(out)})
 	}
 	var obj map[string]json.RawMessage
-	if json.Unmarshal(trimmed, &obj) != nil {
+	if trimmed[0] != '{' || json.Unmarshal(trimmed, &obj) != nil { // null unmarshals into a map too
 		return mustIndent(map[string]any{"error": e, "result": v})
 	}
 	if _, taken := obj["error"]; taken {

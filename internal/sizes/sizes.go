@@ -91,3 +91,15 @@ func Format(n int64) string {
 	}
 	return out
 }
+
+// FormatPair formats two sizes that are compared in one message ("size X,
+// planned Y"): when they differ but round to the same text, both carry
+// their exact bytes, so the message never reads "5.46 TiB, planned
+// 5.46 TiB" (issue 18).
+func FormatPair(a, b int64) (string, string) {
+	fa, fb := Format(a), Format(b)
+	if a != b && fa == fb {
+		return fmt.Sprintf("%s (%d bytes)", fa, a), fmt.Sprintf("%s (%d bytes)", fb, b)
+	}
+	return fa, fb
+}

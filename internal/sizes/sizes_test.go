@@ -38,3 +38,16 @@ func TestFormat(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatPairShowsBytesWhenTheRoundedFiguresAgree(t *testing.T) {
+	a, b := FormatPair(6001175126016, 6001175126016-512*1024)
+	if a == b || a != "5.46 TiB (6001175126016 bytes)" || b != "5.46 TiB (6001174601728 bytes)" {
+		t.Errorf("%q, %q", a, b)
+	}
+	if a, b := FormatPair(1<<30, 2<<30); a != "1 GiB" || b != "2 GiB" {
+		t.Errorf("distinct figures keep their short form: %q, %q", a, b)
+	}
+	if a, b := FormatPair(1<<30, 1<<30); a != b || a != "1 GiB" {
+		t.Errorf("equal sizes: %q, %q", a, b)
+	}
+}

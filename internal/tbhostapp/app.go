@@ -56,9 +56,17 @@ const Description = `tbhost turns the hard-won recipe of a public 7-piece Syzygy
    Start with:  tbhost lvm plan --example     (the reference host, from an embedded snapshot)
                 tbhost inventory              (this machine's disks)
 
-EXIT CODES:
-   0 ok, 1 a check found a problem or tbhost refused, 2 usage error, 3 could not run.
-   (monitor check uses the Nagios convention: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.)`
+EXIT CODES (the same rule in every command):
+   0 ok; 1 a check found a problem, or tbhost refused what it was given (a plan, playbook
+   or checksum list it read but does not accept); 2 usage error (the command line);
+   3 could not run (a file, directory or program it needs is missing or unreadable, or
+   nothing to work on: no array, no tables). monitor check uses the Nagios convention:
+   0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (a usage error is UNKNOWN there).
+
+JSON:
+   With --json stdout holds exactly one JSON document (snake_case keys), also when the
+   command fails: then it has an "error" object {message, exit_code, command} next to
+   whatever result there is. Schemas: docs/schemas/.`
 
 // Commands lists the command groups; each lives in its own package under
 // cmd/tbhost/commands and is a thin layer over the library package.

@@ -203,7 +203,7 @@ EXAMPLES:
 				return cliutil.CannotRun(err)
 			}
 			if !rep.OK {
-				return cliutil.WithCode(cliutil.ExitProblem, nil)
+				return cliutil.Reported(cliutil.ExitProblem, "an array is not healthy or not as planned (see arrays)")
 			}
 			return nil
 		},

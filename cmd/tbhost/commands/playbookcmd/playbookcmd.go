@@ -396,13 +396,28 @@ func runAction(c *cli.Context) error {
 		if rep.ExitCode != 0 || c.Bool("verbose") {
 			rep.WriteNagios(g.Stdout)
 		}
-	} else if err := rep.WriteSummary(g.Stdout); err != nil {
+	} else if rep.ResumeArgs = resumeArgs(c); rep.WriteSummary(g.Stdout) != nil {
 		return cliutil.CannotRun(err)
 	}
 	if rep.ExitCode != 0 {
 		return cliutil.WithCode(rep.ExitCode, nil)
 	}
 	return nil
+}
+
+// resumeArgs are the flags a --resume of this run must repeat: a
+// --state-dir that is not the default (the state is there) and every
+// --set (the state is checked against the parameters). Issue 18: the hint
+// said "tbhost playbook run --resume NAME" and then refused.
+func resumeArgs(c *cli.Context) []string {
+	var args []string
+	if c.IsSet("state-dir") {
+		args = append(args, "--state-dir", c.String("state-dir"))
+	}
+	for _, s := range sets(c) {
+		args = append(args, "--set", s)
+	}
+	return args
 }
 
 // nagiosOr reports a run that could not start: Nagios playbooks print an

@@ -145,7 +145,7 @@ func TestDryRunOfEachEmbeddedPlaybook(t *testing.T) {
 		{"pre-cutover", []string{"--hold-file", "/run/tbhost-hold"},
 			[]string{"tbhost integrity verify-tables --checksums /var/lib/tbhost/checksums/sha256 --complete /srv/syzygy", "load:     tbhost bench probe --tables /srv/syzygy --store /srv/syzygy-prefix --clients 12", "hold:     waits while /run/tbhost-hold exists", "report:   go-no-go"}},
 		{"health-check", nil,
-			[]string{"tbhost integrity scrub --rate 400MiB/s --budget 2h vg-hdd/tables", "tbhost prefix verify --tables /srv/syzygy --store /srv/syzygy-prefix", "exit status map[1:CRITICAL 2:UNKNOWN]"}},
+			[]string{"tbhost integrity scrub --rate 400MiB/s --budget 2h vg-hdd/tables", "tbhost prefix verify --tables /srv/syzygy --store /srv/syzygy-prefix", "exit 1 = CRITICAL, exit 2 = UNKNOWN"}},
 	} {
 		args := append([]string{"playbook", "run", "--dry-run"}, tc.args...)
 		code, out, stderr := runApp(t, true, append(args, tc.name)...)
@@ -156,6 +156,12 @@ func TestDryRunOfEachEmbeddedPlaybook(t *testing.T) {
 		for _, w := range tc.want {
 			if !strings.Contains(out, w) {
 				t.Errorf("%s: dry run lacks %q:\n%s", tc.name, w, out)
+			}
+		}
+		// issue 18: what will run, not template internals or empty values
+		for _, bad := range []string{"map[", "file exists \n", "--log --target", "--log  --target"} {
+			if strings.Contains(out, bad) {
+				t.Errorf("%s: dry run shows %q:\n%s", tc.name, bad, out)
 			}
 		}
 	}
@@ -187,10 +193,15 @@ func TestShowDocumentsParametersAndSteps(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, want := range []string{"PARAMETERS (--set NAME=VALUE):", "hold_file", "STEPS:", "go-no-go", "report go-no-go", "hold while {{.hold_file}} exists", "--dry-run"} {
+	// issue 18: the YAML's own keys (tbhost:, report:, hold_file:), not "run: tbhost ..."
+	for _, want := range []string{"PARAMETERS (--set NAME=VALUE):", "hold_file", "STEPS:", "go-no-go", "report: go-no-go", "hold_file: {{.hold_file}}",
+		"tbhost: monitor check --for {{.load_for}}", "require: exists: {{.replay_log}}", "--dry-run"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("show lacks %q:\n%s", want, out)
 		}
+	}
+	if strings.Contains(out, "run: tbhost") {
+		t.Errorf("show says run: where the YAML says tbhost:\n%s", out)
 	}
 }
 

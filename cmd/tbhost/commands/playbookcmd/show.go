@@ -47,18 +47,21 @@ func argvText(args []playbooks.Arg) string {
 	return strings.Join(parts, " ")
 }
 
+// commandText is an action or check as the YAML says it, under its own
+// key (tbhost:, shell:, exists:), so show reads like the file (issue 18:
+// it printed "run: tbhost ..." for the key tbhost:).
 func commandText(c playbooks.Command) string {
 	switch {
 	case c.Exists != nil:
-		return "file exists " + c.Exists.Value
+		return "exists: " + c.Exists.Value
 	case c.Tbhost != nil:
-		s := "tbhost " + argvText(c.Tbhost)
+		s := "tbhost: " + argvText(c.Tbhost)
 		if c.Optional {
-			s += " (optional)"
+			s += "  (optional: true)"
 		}
 		return s
 	case c.Shell != nil:
-		return argvText(c.Shell)
+		return "shell: " + argvText(c.Shell)
 	}
 	return ""
 }
@@ -75,37 +78,37 @@ func describe(pb *playbooks.Playbook) playbookDoc {
 	for _, s := range pb.Steps {
 		sd := stepDoc{Name: s.Name, Description: strings.TrimSpace(s.Description), Action: commandText(s.Action)}
 		if s.Report != "" {
-			sd.Action = "report " + s.Report
+			sd.Action = "report: " + s.Report
 		}
 		if s.When != nil {
-			sd.Checks = append(sd.Checks, "when "+s.When.Value)
+			sd.Checks = append(sd.Checks, "when: "+s.When.Value)
 		}
 		if s.SkipIf != nil {
-			sd.Checks = append(sd.Checks, "skip if "+commandText(*s.SkipIf))
+			sd.Checks = append(sd.Checks, "skip_if: "+commandText(*s.SkipIf))
 		}
 		for _, r := range s.Require {
-			sd.Checks = append(sd.Checks, "require "+commandText(r.Check))
+			sd.Checks = append(sd.Checks, "require: "+commandText(r.Check))
 		}
 		if s.HoldFile != nil {
-			sd.Checks = append(sd.Checks, "hold while "+s.HoldFile.Value+" exists")
+			sd.Checks = append(sd.Checks, "hold_file: "+s.HoldFile.Value+"  (waits while it exists)")
 		}
 		if s.Confirm != nil {
-			sd.Checks = append(sd.Checks, fmt.Sprintf("confirm (type %q): %s", s.Confirm.Word, s.Confirm.Prompt))
+			sd.Checks = append(sd.Checks, fmt.Sprintf("confirm: %s  (type %q)", s.Confirm.Prompt, s.Confirm.Word))
 		}
 		if s.Load != nil {
-			sd.Checks = append(sd.Checks, "load "+commandText(*s.Load))
+			sd.Checks = append(sd.Checks, "load: "+commandText(*s.Load))
 		}
 		if s.Timeout > 0 {
-			sd.Checks = append(sd.Checks, "timeout "+s.Timeout.String())
+			sd.Checks = append(sd.Checks, "timeout: "+s.Timeout.String())
 		}
 		if s.Retries > 0 {
-			sd.Checks = append(sd.Checks, fmt.Sprintf("retries %d (delay %s)", s.Retries, s.RetryDelay))
+			sd.Checks = append(sd.Checks, fmt.Sprintf("retries: %d  (retry_delay: %s)", s.Retries, s.RetryDelay))
 		}
 		if s.OnInterrupt == playbooks.OnInterruptFinish {
-			sd.Checks = append(sd.Checks, "on interrupt: finishes first (a second interrupt kills it)")
+			sd.Checks = append(sd.Checks, "on_interrupt: finish  (a second interrupt kills it)")
 		}
 		if len(s.OKCodes) > 0 {
-			sd.Checks = append(sd.Checks, fmt.Sprintf("ok exit codes %v", s.OKCodes))
+			sd.Checks = append(sd.Checks, fmt.Sprintf("ok_codes: %v", s.OKCodes))
 		}
 		if len(s.ExitStatus) > 0 {
 			var codes []int
@@ -115,9 +118,9 @@ func describe(pb *playbooks.Playbook) playbookDoc {
 			sort.Ints(codes)
 			var m []string
 			for _, k := range codes {
-				m = append(m, fmt.Sprintf("exit %d = %s", k, s.ExitStatus[k]))
+				m = append(m, fmt.Sprintf("%d = %s", k, s.ExitStatus[k]))
 			}
-			sd.Checks = append(sd.Checks, strings.Join(m, ", "))
+			sd.Checks = append(sd.Checks, "exit_status: "+strings.Join(m, ", "))
 		}
 		d.Steps = append(d.Steps, sd)
 	}
@@ -160,7 +163,7 @@ func writeShow(w io.Writer, pb *playbooks.Playbook) error {
 		if s.Description != "" {
 			fmt.Fprintf(w, "      %s\n", strings.ReplaceAll(s.Description, "\n", "\n      "))
 		}
-		fmt.Fprintf(w, "      run: %s\n", s.Action)
+		fmt.Fprintf(w, "      %s\n", s.Action)
 		for _, c := range s.Checks {
 			fmt.Fprintf(w, "      %s\n", c)
 		}

@@ -215,7 +215,8 @@ func planCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "plan",
 		Usage: "does the prefix store fit in --capacity? if not, what fits",
-		Description: `Sizes the store from the table headers (4 KiB file-system blocks included). If every
+		Description: `Sizes the store from the table headers (4 KiB file-system blocks, the manifest and the
+   store directory included). If every
    full prefix fits: exit 0. If not, every table keeps its sparse prefix (header + sparse
    index) and full prefixes go to the tables where they save the most HDD reads; the rule
    is printed with the plan. Exit 1 when not everything fits (the plan is still printed),
@@ -344,7 +345,8 @@ func extractCommand() *cli.Command {
    lengths must add up), written to a hidden temporary file, fsynced, renamed into place,
    and the directory fsynced: a crash never leaves a partial file under a final name.
    A manifest (tbhost-prefix-manifest.jsonl) records each table's path, size, mtime, prefix
-   length and SHA-256; a rerun skips prefixes that are already valid and finishes the rest.
+   length and SHA-256; a rerun skips prefixes whose table and file are unchanged since the
+   manifest (without re-reading them: prefix verify does that) and finishes the rest.
    Free space is checked first. Bad tables are named, skipped, and make the exit code 1; so
    is a table whose header holds another material than its name (KvKR.rtbw with KRvK's
    bytes), and a table whose <table>.prefix is a directory (left alone: move it away).
@@ -438,11 +440,19 @@ func printExtract(w io.Writer, r *prefix.ExtractReport) error {
 		ratio = fmt.Sprintf("%.3f", float64(r.BytesRead)/float64(r.BytesWritten))
 	}
 	rate := float64(r.BytesWritten) / max(r.Seconds, 1e-9)
-	_, err := fmt.Fprintf(w, "extract into %s (--upto %s): %d tables, %d written, %d already valid, %d failed\n"+
-		"wrote %s (%s bytes) in %.1fs, %s/s; read/written %s; %s\n",
+	// "unchanged since the manifest": skipped prefixes are not re-read (issue
+	// 18: "27 already valid" counted a corrupt one); verify reads them.
+	_, err := fmt.Fprintf(w, "extract into %s (--upto %s): %d tables, %d written, %d unchanged since the manifest (not re-read), %d failed
+"+
+		"wrote %s (%s bytes) in %.1fs, %s/s; read/written %s; %s
+",
 		r.Store, r.Upto, r.Tables, r.Written, r.Skipped, len(r.Failed),
 		sizes.Format(r.BytesWritten), commas(r.BytesWritten), r.Seconds, sizes.Format(int64(rate)), ratio,
 		physicalNote(r.PhysicalBytesRead, r.BytesWritten, "written"))
+	if err == nil && r.Skipped > 0 {
+		_, err = fmt.Fprintf(w, "the %d unchanged prefixes were not read: tbhost prefix verify checks their bytes, --force rewrites them
+", r.Skipped)
+	}
 	return err
 }
 

@@ -497,7 +497,7 @@ func TestExtractKilledMidRunThenRerun(t *testing.T) {
 	var written, skipped int
 	for _, line := range strings.Split(string(out), "\n") {
 		if strings.HasPrefix(line, "extract into") {
-			fmt.Sscanf(line[strings.Index(line, "tables, ")+len("tables, "):], "%d written, %d already valid", &written, &skipped)
+			fmt.Sscanf(line[strings.Index(line, "tables, ")+len("tables, "):], "%d written, %d unchanged since the manifest", &written, &skipped)
 		}
 	}
 	// Prefixes whose manifest batch was flushed before the kill are skipped;
