@@ -442,16 +442,13 @@ func printExtract(w io.Writer, r *prefix.ExtractReport) error {
 	rate := float64(r.BytesWritten) / max(r.Seconds, 1e-9)
 	// "unchanged since the manifest": skipped prefixes are not re-read (issue
 	// 18: "27 already valid" counted a corrupt one); verify reads them.
-	_, err := fmt.Fprintf(w, "extract into %s (--upto %s): %d tables, %d written, %d unchanged since the manifest (not re-read), %d failed
-"+
-		"wrote %s (%s bytes) in %.1fs, %s/s; read/written %s; %s
-",
+	_, err := fmt.Fprintf(w, "extract into %s (--upto %s): %d tables, %d written, %d unchanged since the manifest (not re-read), %d failed\n"+
+		"wrote %s (%s bytes) in %.1fs, %s/s; read/written %s; %s\n",
 		r.Store, r.Upto, r.Tables, r.Written, r.Skipped, len(r.Failed),
 		sizes.Format(r.BytesWritten), commas(r.BytesWritten), r.Seconds, sizes.Format(int64(rate)), ratio,
 		physicalNote(r.PhysicalBytesRead, r.BytesWritten, "written"))
 	if err == nil && r.Skipped > 0 {
-		_, err = fmt.Fprintf(w, "the %d unchanged prefixes were not read: tbhost prefix verify checks their bytes, --force rewrites them
-", r.Skipped)
+		_, err = fmt.Fprintf(w, "the %d unchanged prefixes were not read: tbhost prefix verify checks their bytes, --force rewrites them\n", r.Skipped)
 	}
 	return err
 }
