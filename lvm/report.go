@@ -192,6 +192,12 @@ func LVsArgv(names ...string) []string {
 	return reportArgv("lvs", lvFields, append([]string{"-a"}, names...))
 }
 
+// PVsArgv is the command line PVs runs (for tests, and for saving the
+// report into a snapshot).
+func PVsArgv(names ...string) []string {
+	return reportArgv("pvs", pvFields, names)
+}
+
 func reportArgv(cmd string, fields, extra []string) []string {
 	return append([]string{"lvm", cmd, "--reportformat", "json", "--units", "b", "--nosuffix",
 		"-o", strings.Join(fields, ",")}, extra...)

@@ -111,7 +111,13 @@ func TestJSONSchemas(t *testing.T) {
 	samples := schemaSamples(t)
 	byCommand := map[string][]any{}
 	for _, s := range samples {
-		byCommand[s.command] = append(byCommand[s.command], s.documents(t)...)
+		docs := s.documents(t)
+		for _, d := range docs {
+			if bad := nonSnakeKeys(d, ""); len(bad) > 0 {
+				t.Errorf("tbhost --json %s: keys not snake_case: %v", strings.Join(s.args, " "), bad)
+			}
+		}
+		byCommand[s.command] = append(byCommand[s.command], docs...)
 	}
 	missing := filepath.Join(t.TempDir(), "does-not-exist")
 	failures := forcedFailures(missing)

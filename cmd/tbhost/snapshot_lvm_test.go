@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tbhost/tbhost/internal/execx"
+	"github.com/tbhost/tbhost/lvm"
 )
 
 // noLVM is a host without the lvm binary.
@@ -63,5 +64,36 @@ func TestLVMNotInstalledNamesTheProgramNotItsFields(t *testing.T) {
 		if code != 3 || !strings.Contains(stderr, "lvm: program not found") || strings.Contains(stderr, "lv_name,vg_name") || !strings.Contains(stderr, "apt-get install lvm2") {
 			t.Errorf("%v: exit %d\n%s", args, code, stderr)
 		}
+	}
+}
+
+// `inventory --snapshot DIR` saves LVM's reports as DIR/lvm/{lvs,pvs}.json,
+// so `--root DIR lvm status` elsewhere replays the snapshotted host's
+// arrays, not the replaying machine's.
+func TestInventorySnapshotSavesLVMReportsForReplay(t *testing.T) {
+	host := captured(t, "raid5-member-dropped")
+	lvs, _ := os.ReadFile(filepath.Join(host, "lvm", "lvs.json"))
+	pvs, _ := os.ReadFile(filepath.Join(host, "lvm", "pvs.json"))
+	os.RemoveAll(filepath.Join(host, "lvm")) // the host's lvm answers through the runner
+	rec := execx.NewRecorded().
+		On(execx.Reply{Stdout: string(lvs)}, lvm.LVsArgv()...).
+		On(execx.Reply{Stdout: string(pvs)}, lvm.PVsArgv()...)
+	snap := filepath.Join(t.TempDir(), "snap")
+	if code, _, stderr := runTB(t, rec, "--root", host, "inventory", "--snapshot", snap); code != 0 {
+		t.Fatalf("snapshot: exit %d %s", code, stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(snap, "lvm", "lvs.json")); err != nil || string(b) != string(lvs) {
+		t.Fatalf("lvm/lvs.json in the snapshot: %v", err)
+	}
+	// replayed with a runner that knows nothing: the snapshot answers
+	code, out, stderr := runTB(t, noLVM{}, "--root", snap, "lvm", "status")
+	if code != 1 || !strings.Contains(out, "vg-hdd/tables  PROBLEM") {
+		t.Errorf("replay: exit %d\n%s%s", code, out, stderr)
+	}
+	// without lvm the snapshot has no report, and says so
+	snap2 := filepath.Join(t.TempDir(), "snap2")
+	code, _, stderr = runTB(t, noLVM{}, "--root", host, "inventory", "--snapshot", snap2)
+	if _, err := os.Stat(filepath.Join(snap2, "lvm")); code != 0 || err == nil || !strings.Contains(stderr, "no LVM report") {
+		t.Errorf("no lvm: exit %d, lvm/ %v\n%s", code, err, stderr)
 	}
 }

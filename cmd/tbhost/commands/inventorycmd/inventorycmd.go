@@ -7,16 +7,44 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/tbhost/tbhost/internal/blockdev"
 	"github.com/tbhost/tbhost/internal/execx"
 	"github.com/tbhost/tbhost/internal/smart"
-
-	"github.com/tbhost/tbhost/internal/blockdev"
 	"github.com/tbhost/tbhost/internal/cliutil"
 	"github.com/tbhost/tbhost/lvm"
 	"github.com/urfave/cli/v2"
 )
+
+// saveLVMReports copies LVM's reports into DIR/lvm/lvs.json and pvs.json,
+// the layout monitor, lvm status and integrity status replay under
+// --root DIR (issue 18). Without lvm (or without root) the snapshot has
+// none, and a note says what the replay will lack.
+func saveLVMReports(ctx context.Context, g *cliutil.Globals, dir string) {
+	reports := map[string][]byte{}
+	for name, argv := range map[string][]string{"lvs.json": lvm.LVsArgv(), "pvs.json": lvm.PVsArgv()} {
+		res, err := g.LVMRunner().Run(ctx, argv...)
+		if err != nil {
+			fmt.Fprintf(g.Stderr, "note: the snapshot has no LVM report (%v): a replay shows no LVM health\n", err)
+			return
+		}
+		reports[name] = res.Stdout
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "lvm"), 0o755); err != nil {
+		fmt.Fprintf(g.Stderr, "note: the snapshot has no LVM report: %v\n", err)
+		return
+	}
+	for name, b := range reports {
+		if err := os.WriteFile(filepath.Join(dir, "lvm", name), b, 0o644); err != nil {
+			fmt.Fprintf(g.Stderr, "note: the snapshot's LVM report is incomplete: %v\n", err)
+			os.RemoveAll(filepath.Join(dir, "lvm")) // none rather than half: a replay must not mislead
+			return
+		}
+	}
+}
 
 // Command returns `tbhost inventory`.
 func Command() *cli.Command {
@@ -39,8 +67,10 @@ func Command() *cli.Command {
    On this machine (--root /) it reads the first and last 128 KiB of each device to find
    signatures (run as root) and asks LVM (pvs) for PV membership.
 
-   --snapshot DIR copies every file it read into DIR (plus the signatures and PVs it found),
-   so that   tbhost --root DIR inventory   and   tbhost --root DIR lvm plan
+   --snapshot DIR copies every file it read into DIR (plus the signatures and PVs it found,
+   and LVM's reports as DIR/lvm/lvs.json and pvs.json when lvm can be asked),
+   so that   tbhost --root DIR inventory,   tbhost --root DIR lvm plan   (and lvm status,
+   integrity status, monitor topology)
    replay this machine anywhere: plan on your laptop, review, then apply on the host.
 
    Where smartctl (smartmontools) is installed, the text output ends with each disk's SMART
@@ -66,6 +96,7 @@ EXAMPLES:
 			if dir := c.String("snapshot"); dir != "" {
 				inv, err = blockdev.Snapshot(c.Context, opts, dir)
 				if err == nil {
+					saveLVMReports(c.Context, g, dir)
 					g.Log.Info("snapshot written", "dir", dir)
 					fmt.Fprintf(g.Stderr, "snapshot written to %s (replay: tbhost --root %s inventory)\n", dir, dir)
 				}
