@@ -58,7 +58,7 @@ type slowStats struct {
 // cand are the members that take part (present and not skipped).
 func judgeSlowInterval(rates []Rates, cand []int, th Thresholds, st []slowStats) {
 	floor := th.SlowMinIOPS
-	var busy []int
+	busy := make([]int, 0, len(cand))
 	for _, i := range cand {
 		if rates[i].ReadsPerS >= floor && rates[i].ReadsPerS > 0 {
 			busy = append(busy, i)
@@ -67,14 +67,17 @@ func judgeSlowInterval(rates []Rates, cand []int, th Thresholds, st []slowStats)
 	if len(busy) < 2 {
 		return
 	}
+	n := len(busy)
+	sc := latencyScratch{make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)}
+	sib := make([]Rates, 0, n)
 	for _, i := range busy {
-		var sib []Rates
+		sib = sib[:0]
 		for _, j := range busy {
 			if j != i {
 				sib = append(sib, rates[j])
 			}
 		}
-		c := CompareLatency(rates[i], sib)
+		c := sc.compare(rates[i], sib)
 		st[i].judged++
 		if c.SlowAt(th.SlowFactor) {
 			st[i].warn++
@@ -99,15 +102,25 @@ type LatencyComparison struct {
 
 // CompareLatency compares m with its siblings (none: the zero comparison).
 func CompareLatency(m Rates, siblings []Rates) LatencyComparison {
+	var sc latencyScratch
+	return sc.compare(m, siblings)
+}
+
+// latencyScratch holds the buffers of compare, reused across the members
+// of an interval (the exporter and check judge every member every sample).
+type latencyScratch struct{ awaits, perIO, iops []float64 }
+
+func (sc *latencyScratch) compare(m Rates, siblings []Rates) LatencyComparison {
 	if len(siblings) == 0 {
 		return LatencyComparison{}
 	}
-	awaits := make([]float64, len(siblings))
-	perIO := make([]float64, len(siblings))
-	iops := make([]float64, len(siblings))
-	for k, r := range siblings {
-		awaits[k], perIO[k], iops[k] = r.RAwaitMS, busyPerIO(r), r.ReadsPerS+r.WritesPerS
+	sc.awaits, sc.perIO, sc.iops = sc.awaits[:0], sc.perIO[:0], sc.iops[:0]
+	for _, r := range siblings {
+		sc.awaits = append(sc.awaits, r.RAwaitMS)
+		sc.perIO = append(sc.perIO, busyPerIO(r))
+		sc.iops = append(sc.iops, r.ReadsPerS+r.WritesPerS)
 	}
+	awaits, perIO, iops := sc.awaits, sc.perIO, sc.iops
 	medAwait := math.Max(median(awaits), slowAwaitBaseMS)
 	c := LatencyComparison{AwaitRatio: m.RAwaitMS / medAwait, ExcessMS: m.RAwaitMS - medAwait, BusyRatio: math.Inf(1)}
 	if med := median(iops); med > 0 {
@@ -155,8 +168,9 @@ func median(vs []float64) float64 {
 func flagSlow(ar *ArrayResult, cand []int, st []slowStats, th Thresholds) {
 	need := max(1, (ar.Intervals+1)/2)
 	// the siblings' window r_await, for the ratio shown and exported
+	sib := make([]float64, 0, len(cand))
 	for _, i := range cand {
-		var sib []float64
+		sib = sib[:0]
 		for _, j := range cand {
 			if j != i && ar.Members[j].Rates.ReadsPerS > 0 {
 				sib = append(sib, ar.Members[j].Rates.RAwaitMS)

@@ -318,3 +318,25 @@ func TestTextfileSlowMember(t *testing.T) {
 		}
 	}
 }
+
+// The reused scratch of the per-interval path gives what a fresh
+// CompareLatency gives, member after member.
+func TestLatencyScratchReuse(t *testing.T) {
+	rs := []Rates{{ReadsPerS: 10, RAwaitMS: 5, UtilPercent: 20}, {ReadsPerS: 30, RAwaitMS: 50, UtilPercent: 90, WritesPerS: 3},
+		{ReadsPerS: 12, RAwaitMS: 4, UtilPercent: 18}, {ReadsPerS: 11, RAwaitMS: 300, UtilPercent: 100}, {ReadsPerS: 9, RAwaitMS: 6}}
+	var sc latencyScratch
+	for i := range rs {
+		var sib []Rates
+		for j := range rs {
+			if j != i {
+				sib = append(sib, rs[j])
+			}
+		}
+		if got, want := sc.compare(rs[i], sib), CompareLatency(rs[i], sib); got != want {
+			t.Errorf("member %d: reused %+v, fresh %+v", i, got, want)
+		}
+	}
+	if c := CompareLatency(rs[3], rs[:3]); !c.SlowAt(10) || c.IOPSRatio > 1.1 {
+		t.Errorf("300 ms vs ~5 ms at the same rate: %+v", c)
+	}
+}

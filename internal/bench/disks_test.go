@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +12,8 @@ import (
 	"github.com/prometheus/procfs/blockdevice"
 
 	"github.com/tbhost/tbhost/internal/diskstats"
+	"github.com/tbhost/tbhost/internal/fixturetree"
+	"github.com/tbhost/tbhost/monitor"
 	"github.com/tbhost/tbhost/monitor/monitortest"
 )
 
@@ -140,5 +143,35 @@ func TestDiskWatchBusyWithWritesIsNotSlow(t *testing.T) {
 	s[1].Devices["sdd"] = d
 	if ds := w.Since(s[0], s[1]); !ds[3].Slow {
 		t.Errorf("sdd at 4.5x without writes: %+v, want slow", ds[3])
+	}
+}
+
+// On the VM lab's real capture (two raid5 LVs over 12 HDDs), the tables
+// LV's device number resolves to its six disks, HDD1..HDD6.
+func TestDisksBehindOnTheLabCapture(t *testing.T) {
+	root := fixturetree.Dir(t, "../lab/testdata/captures/raid5-slow-member.tar.gz")
+	sb, err := monitor.ReadSysBlock(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dm, ok := sb.ByDMName("vg--hdd-tables")
+	if !ok {
+		t.Fatal("no vg--hdd-tables in the capture")
+	}
+	num, err := os.ReadFile(filepath.Join(root, "sys", "block", dm, "dev"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	disks, via, err := DisksBehind(root, []string{strings.TrimSpace(string(num))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(disks) != 6 || len(via) != 1 || !strings.HasPrefix(via[0], dm+" (vg--hdd-tables) -> ") {
+		t.Fatalf("disks %v via %q", disks, via)
+	}
+	for _, d := range disks {
+		if id := monitor.StableID(root, d); !strings.HasPrefix(id, "wwn-") {
+			t.Errorf("%s: id %q", d, id)
+		}
 	}
 }
