@@ -10,6 +10,7 @@ import (
 
 	"github.com/tbhost/tbhost/internal/blockdev"
 	"github.com/tbhost/tbhost/internal/sizes"
+	"github.com/tbhost/tbhost/lvm/lvmfake"
 )
 
 func referenceInv(t *testing.T) *blockdev.Inventory {
@@ -206,5 +207,33 @@ func TestTablesSizeInPlanFileIsChecked(t *testing.T) {
 	p.Arrays[0].VGFreeExtents, p.Arrays[1].VGFreeExtents = 0, 0
 	if ps := p.validate(); len(ps) != 0 {
 		t.Errorf("older plan refused: %v", ps)
+	}
+}
+
+// Apply builds and verifies a --tables-size plan (lvmfake, lvm2 2.03.16's
+// rules) and leaves the rest of the VG free. Lab guest: 6 x 256 MiB, 63
+// extents per PV; 600 MiB = 150 extents, 30 per data stripe; imeta of a
+// 120 MiB image 8 MiB = 2 extents; free per PV 63 - 30 - 1 - 2 = 30.
+func TestApplyWithTablesSize(t *testing.T) {
+	l := newLab(t, PlanOptions{TablesSize: 600 << 20})
+	a := l.plan.Arrays[0]
+	if a.Extents != 150 || a.Layout.ImageExtents != 30 || a.Layout.ImetaExtents != 2 || a.Layout.SpareExtents != 30 || a.VGFreeExtents != 180 {
+		t.Fatalf("plan: %d extents, layout %+v, VG free %d", a.Extents, *a.Layout, a.VGFreeExtents)
+	}
+	rep, err := l.apply(t, ApplyOptions{Yes: true})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, l.out.String())
+	}
+	if !rep.Verified {
+		t.Fatalf("not verified: %+v", rep.Verification)
+	}
+	var lc []string
+	for _, c := range lvmfake.Writes(l.lvm.Calls) {
+		if len(c) > 1 && c[1] == "lvcreate" && strings.Contains(strings.Join(c, " "), "raid5") {
+			lc = c
+		}
+	}
+	if s := strings.Join(lc, " "); !strings.Contains(s, " --extents 150 ") || strings.Contains(s, "--size") {
+		t.Errorf("lvcreate %q: want --extents 150", s)
 	}
 }
