@@ -154,12 +154,21 @@ lvs --noheadings -o sync_percent,raid_sync_action vg-hdd/tables > $LAB_OUT/sync-
 (cd /srv/syzygy && sha256sum -c $SUMS) > $LAB_OUT/early-sums.txt 2>&1; echo $? > $LAB_OUT/early-sums.rc
 lvs --noheadings -o sync_percent,raid_sync_action vg-hdd/tables > $LAB_OUT/sync-after-read.txt
 lab_run lvchange --maxrecoveryrate 0 vg-hdd/tables
-wait_for $LAB_OUT/replace1.txt 'wait-integrity: ' 600 || echo "no integrity progress seen" > $LAB_OUT/no-integrity-progress
-tbhost lvm status > $LAB_OUT/status-reinit.txt 2>&1; echo $? > $LAB_OUT/status-reinit.rc
-tbhost integrity status vg-hdd/tables > $LAB_OUT/integrity-reinit.txt 2>&1; echo $? > $LAB_OUT/integrity-reinit.rc
+# a read load slows the re-initialisation (236 MiB take seconds); tbhost
+# is killed the moment its state file says the integrity wait started
+(while :; do dd if=/dev/vg-hdd/tables of=/dev/null bs=1M iflag=direct 2>/dev/null || exit; done) &
+lp=$!
+i=0
+while ! grep -A1 '"kind": "wait-integrity"' /tmp/rs/replace-vg-hdd-tables.json 2>/dev/null | grep -q '"status": "started"'; do
+  sleep 0.2; i=$((i+1)); [ $i -ge 3000 ] && { echo "integrity wait not seen" > $LAB_OUT/no-integrity-progress; break; }
+done
 kill -9 $pid && echo killed > $LAB_OUT/killed
 wait $pid 2>/dev/null
 lvs -a --noheadings -o lv_name,sync_percent vg-hdd > $LAB_OUT/sync-at-kill.txt
+tbhost lvm status > $LAB_OUT/status-reinit.txt 2>&1; echo $? > $LAB_OUT/status-reinit.rc
+tbhost integrity status vg-hdd/tables > $LAB_OUT/integrity-reinit.txt 2>&1; echo $? > $LAB_OUT/integrity-reinit.rc
+tbhost monitor check --for 4s --interval 2s vg-hdd/tables > $LAB_OUT/monitor-reinit.txt 2>&1; echo $? > $LAB_OUT/monitor-reinit.rc
+kill $lp 2>/dev/null; killall dd 2>/dev/null; wait $lp 2>/dev/null
 cp /tmp/rs/replace-vg-hdd-tables.json $LAB_OUT/state-at-kill.json
 tbhost lvm replace $A > $LAB_OUT/replace2.txt 2>&1; echo $? > $LAB_OUT/replace2.rc
 cat $LAB_OUT/replace1.txt $LAB_OUT/replace2.txt
@@ -286,7 +295,8 @@ func TestLVMReplace(t *testing.T) {
 	}
 	t.Logf("case c: every file read back while the rebuild ran (sync before/after the read: %s / %s)", o2("sync-before-read.txt"), before)
 	checkKilledInWait(t, "case c", cc, "wait-integrity")
-	t.Logf("case c: status during the integrity re-initialisation (exit %s):\n%s\nintegrity status (exit %s):\n%s", o2("status-reinit.rc"), o2("status-reinit.txt"), o2("integrity-reinit.rc"), o2("integrity-reinit.txt"))
+	t.Logf("case c: right after the kill in the re-initialisation: lvm status (exit %s):\n%s\nintegrity status (exit %s):\n%s\nmonitor check (exit %s):\n%s",
+		o2("status-reinit.rc"), o2("status-reinit.txt"), o2("integrity-reinit.rc"), o2("integrity-reinit.txt"), o2("monitor-reinit.rc"), o2("monitor-reinit.txt"))
 	if rc := o2("replace2.rc"); rc != "0" {
 		t.Errorf("case c rerun after SIGKILL: exit %s:\n%s", rc, o2("replace2.txt"))
 	}
