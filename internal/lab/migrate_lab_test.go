@@ -49,7 +49,7 @@ path = /old
 read only = yes
 EOF
 rsync --daemon --config=/tmp/rsyncd.conf --address=127.0.0.1 --port=8873
-wait_port 22AB || { echo "rsync daemon not listening" | lab_out fatal; cat /tmp/rsyncd.log; exit 1; }
+wait_port 22A9 || { echo "rsync daemon not listening" | lab_out fatal; cat /tmp/rsyncd.log; exit 1; }
 tbhost bench serve --tables /old --listen 127.0.0.1:9001 > /tmp/old-serve.log 2>&1 &
 tbhost bench serve --tables /old --listen 127.0.0.1:9003 --delay 500ms > /tmp/slow-serve.log 2>&1 &
 wait_port 2329 || { echo "old bench serve not listening" | lab_out fatal; cat /tmp/old-serve.log; exit 1; }
