@@ -120,6 +120,11 @@ lab_out new-serve.log < /tmp/new-serve.log
 
 lab_step "the gate against a slowed new host"
 rm -f /tmp/cutover /tmp/rollback
+# bounded: a boot of this scenario once hung here with the guest idle (cause
+# not found); what runs and what it waits in is kept
+( sleep 150; { ps; for p in /proc/[0-9]*; do echo "${p#/proc/} $(cat $p/wchan 2>/dev/null) $(tr '\0' ' ' < $p/cmdline 2>/dev/null)"; done; } > /tmp/hang.txt 2>&1
+  for p in /proc/[0-9]*; do case "$(tr '\0' ' ' < $p/cmdline 2>/dev/null)" in *pb-slow*) kill -9 ${p#/proc/};; esac; done ) &
+watchdog=$!
 tbhost playbook run --yes --state-dir /tmp/pb-slow --from replay-gate \
   --set from=$FROM --set lists=/lists --set replay_log=/tmp/fens-short.log \
   --set old_target=http://127.0.0.1:9001 --set new_target=http://127.0.0.1:9003 \
@@ -127,6 +132,8 @@ tbhost playbook run --yes --state-dir /tmp/pb-slow --from replay-gate \
   --set 'cutover_hook=echo cutover > /tmp/cutover' --set 'rollback_hook=echo rollback > /tmp/rollback' \
   migrate > /tmp/run3.log 2>&1
 echo $? | lab_out slow.rc; lab_out slow.log < /tmp/run3.log
+kill $watchdog 2>/dev/null; [ -e /tmp/hang.txt ] && lab_out slow-hang.txt < /tmp/hang.txt
+lab_out slow-serve.log < /tmp/slow-serve.log; lab_out old-serve.log < /tmp/old-serve.log
 [ -e /tmp/cutover ] && lab_out slow-cutover.marker < /tmp/cutover
 [ -e /tmp/rollback ] && lab_out slow-rollback.marker < /tmp/rollback
 exit 0
@@ -220,6 +227,9 @@ func TestMigratePlaybook(t *testing.T) {
 	}
 
 	// the gate against a slowed new host: exit 1, named, no hook ran
+	if h := out("slow-hang.txt"); h != "" {
+		t.Errorf("the slowed-gate run hung and was killed after 150 s; processes:\n%s\nslow serve: %s\nold serve: %s", h, out("slow-serve.log"), out("old-serve.log"))
+	}
 	slow := out("slow.log")
 	t.Logf("gate against the slowed host (exit %s):\n%s", out("slow.rc"), slow)
 	if rc := out("slow.rc"); rc != "1" || !strings.Contains(slow, "p99<=5*old FAILS") {
