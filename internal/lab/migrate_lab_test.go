@@ -34,7 +34,9 @@ export PATH=/usr/bin:/usr/sbin:/sbin:/bin
 S=/tmp/pb
 ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
 # wait_port HEXPORT: until something listens on 127.0.0.1:PORT
-wait_port() { i=0; while ! grep -qi ":$1 00000000:0000 0A" /proc/net/tcp; do sleep 0.5; i=$((i+1)); [ $i -gt 120 ] && return 1; done; }
+# (whole seconds: in the lab's third boot the 0.5 s version gave up within
+# 1.7 s although the daemon was listening)
+wait_port() { i=0; while ! grep -qi ":$1 00000000:0000 0A" /proc/net/tcp; do sleep 1; i=$((i+1)); [ $i -gt 60 ] && return 1; done; }
 cur() { sed -n 's/.*"current_step": "\([^"]*\)".*/\1/p' $S/migrate/state.json 2>/dev/null; }
 
 lab_step "old host: rsync daemon and bench serve on loopback"
@@ -63,11 +65,11 @@ tbhost bench fens --tables /old --count 2000 -o /tmp/fens.log
 head -n 240 /tmp/fens.log > /tmp/fens-short.log
 
 # the new target: a bench serve over the copied tables, started when the copy is verified
-( while :; do case "$(cur)" in verify-tables|prefix-extract|prefix-verify|replay-gate) break;; esac; sleep 0.2; done
+( while :; do case "$(cur)" in verify-tables|prefix-extract|prefix-verify|replay-gate) break;; esac; sleep 1; done
   exec tbhost bench serve --tables /srv/syzygy --listen 127.0.0.1:9002 > /tmp/new-serve.log 2>&1 ) &
 # a member disk removed 10 s into the post-cutover watch
 set -- $(lab_disks hdd); victim=${3#/dev/}; set --
-( while [ "$(cur)" != post-cutover-watch ]; do sleep 0.5; done; sleep 10
+( while [ "$(cur)" != post-cutover-watch ]; do sleep 1; done; sleep 10
   echo 1 > /sys/block/$victim/device/delete; echo "$victim removed at $(date +%s)" > /tmp/removed ) &
 
 run_migrate() {
@@ -86,7 +88,7 @@ pid=$!
 i=0
 while [ "$(cur)" != tables-sync ]; do sleep 1; i=$((i+1)); [ $i -gt 1800 ] && break; done
 i=0
-while [ $(ls /srv/syzygy/*.rtb? 2>/dev/null | wc -l) -lt 3 ]; do sleep 0.5; i=$((i+1)); [ $i -gt 240 ] && break; done
+while [ $(ls /srv/syzygy/*.rtb? 2>/dev/null | wc -l) -lt 3 ]; do sleep 1; i=$((i+1)); [ $i -gt 120 ] && break; done
 # tbhost playbook run, the step (tables sync) and its rsync client die at
 # once, as in a power loss ($pid is the subshell; the rsync daemon lives on)
 for p in /proc/[0-9]*; do
@@ -196,17 +198,17 @@ func TestMigratePlaybook(t *testing.T) {
 		t.Errorf("rollback hook marker %q, want rollback", out("rollback.marker"))
 	}
 	watch := stepOutput(t, out("log.jsonl"), "post-cutover-watch")
+	// lab boot 3 (2026-12-01): monitor check said UNKNOWN "a member's diskstats
+	// counters went backwards (device reset)" with sdc still listed "ok",
+	// not CRITICAL for the missing member: the rollback ran, for the wrong reason
 	if !strings.Contains(watch, "CRITICAL") {
-		t.Errorf("the failed watch's output does not say CRITICAL:\n%s", watch)
+		t.Errorf("the failed watch's output does not say CRITICAL (a member removed during monitor check --for must be CRITICAL, not UNKNOWN):\n%s", watch)
 	}
 	gate := stepOutput(t, out("log.jsonl"), "replay-gate")
 	for _, g := range []string{"p99<=5*old passes", "p99.9<=20*old passes"} {
 		if !strings.Contains(gate, g) {
 			t.Errorf("replay-gate output lacks %q:\n%s", g, gate)
 		}
-	}
-	if pv := stepOutput(t, out("log.jsonl"), "prefix-verify"); pv == "" {
-		t.Error("no prefix-verify step event in the log")
 	}
 
 	// every table byte-identical to the old host's
