@@ -829,3 +829,39 @@ func TestMigratePlaybookOrderAndRollback(t *testing.T) {
 		t.Errorf("no --yes: %s", statuses(rep))
 	}
 }
+
+// migrate's provision step waits for the initial sync: the balance check
+// that follows cannot judge a syncing array (monitor check reports WARNING
+// "sync in progress"), so without the wait it fails on every new array (the
+// VM lab's TestMigratePlaybook).
+func TestMigrateProvisionWaitsForSync(t *testing.T) {
+	pb, err := Embedded("migrate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	lists, log := filepath.Join(dir, "lists"), filepath.Join(dir, "access.log")
+	os.MkdirAll(lists, 0o755)
+	os.WriteFile(filepath.Join(lists, "sha256"), []byte("x"), 0o644)
+	os.WriteFile(log, []byte("/standard?fen=x\n"), 0o644)
+	sets := map[string][]string{}
+	for k, v := range map[string]string{
+		"from": "rsync://127.0.0.1:8730/tables", "lists": lists, "replay_log": log, "old_target": "http://127.0.0.1:9001",
+		"new_target": "http://127.0.0.1:9002", "cutover_hook": "echo cutover", "rollback_hook": "echo rollback",
+	} {
+		sets[k] = []string{v}
+	}
+	vals, err := Resolve(pb, sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFake()
+	e, _ := newEngine(f)
+	if _, err := e.Run(context.Background(), pb, Options{Values: vals, Yes: true}); err != nil {
+		t.Fatal(err)
+	}
+	calls := f.called()
+	if len(calls) < 2 || !strings.Contains(calls[0], " playbook run ") || !strings.Contains(calls[0], "--set wait_sync=true provision-host") {
+		t.Errorf("the first call is not provision-host waiting for the sync: %q", calls)
+	}
+}

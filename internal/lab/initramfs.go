@@ -46,6 +46,7 @@ func guestTools() []guestTool {
 		{"wipefs", nil},
 		{"blkid", nil},
 		{"sfdisk", nil},
+		{"rsync", nil},
 	}
 }
 

@@ -16,9 +16,10 @@ const KernelMetapackage = "linux-image-amd64"
 
 // toolPackages are the Debian packages whose programs run in the guest.
 // Their shared libraries come from the lib* packages they depend on
-// (resolved with apt-cache depends, checked with ldd).
+// (resolved with apt-cache depends, checked with ldd). rsync is the old
+// host's daemon and tables sync's client in the migrate scenario.
 func toolPackages() []string {
-	return []string{"busybox-static", "lvm2", "dmsetup", "kmod", "e2fsprogs", "util-linux", "fdisk"}
+	return []string{"busybox-static", "lvm2", "dmsetup", "kmod", "e2fsprogs", "util-linux", "fdisk", "rsync"}
 }
 
 // libraryPackage reports whether a dependency is followed when collecting

@@ -109,6 +109,10 @@ util-linux
   Depends: util-linux-extra
 fdisk
   Depends: libfdisk1
+rsync
+  PreDepends: init-system-helpers
+  Depends: libpopt0
+  Depends: libc6
 `
 	r.On(execx.Reply{Stdout: level1}, aptDependsArgv(toolPackages()...)...)
 	level2 := `libaio1
@@ -123,14 +127,16 @@ libfdisk1
   Depends: libc6
 libkmod2
   Depends: libssl3
+libpopt0
+  Depends: libc6
 zlib1g
   Depends: libc6
 `
-	r.On(execx.Reply{Stdout: level2}, aptDependsArgv("libaio1", "libc6", "libdevmapper1.02.1", "libext2fs2", "libfdisk1", "libkmod2", "zlib1g")...)
+	r.On(execx.Reply{Stdout: level2}, aptDependsArgv("libaio1", "libc6", "libdevmapper1.02.1", "libext2fs2", "libfdisk1", "libkmod2", "libpopt0", "zlib1g")...)
 	r.On(execx.Reply{Stdout: "libgcc-s1\n  Depends: gcc-12-base\nlibssl3\n  Depends: libc6\n  Depends: debconf\n"},
 		aptDependsArgv("libgcc-s1", "libssl3")...)
 	all := []string{"busybox-static", "dmsetup", "e2fsprogs", "fdisk", "kmod", "libaio1", "libc6", "libdevmapper1.02.1",
-		"libext2fs2", "libfdisk1", "libgcc-s1", "libkmod2", "libssl3", "linux-image-6.1.0-57-amd64", "lvm2", "util-linux", "zlib1g"}
+		"libext2fs2", "libfdisk1", "libgcc-s1", "libkmod2", "libpopt0", "libssl3", "linux-image-6.1.0-57-amd64", "lvm2", "rsync", "util-linux", "zlib1g"}
 	r.On(execx.Reply{Stdout: policy}, append([]string{"apt-cache", "policy"}, all...)...)
 	return r
 }
@@ -149,7 +155,7 @@ func policyFor(names []string, missing string) string {
 
 func TestResolvePackagesFollowsLibrariesOnly(t *testing.T) {
 	all := []string{"busybox-static", "dmsetup", "e2fsprogs", "fdisk", "kmod", "libaio1", "libc6", "libdevmapper1.02.1",
-		"libext2fs2", "libfdisk1", "libgcc-s1", "libkmod2", "libssl3", "linux-image-6.1.0-57-amd64", "lvm2", "util-linux", "zlib1g"}
+		"libext2fs2", "libfdisk1", "libgcc-s1", "libkmod2", "libpopt0", "libssl3", "linux-image-6.1.0-57-amd64", "lvm2", "rsync", "util-linux", "zlib1g"}
 	r := resolveRunner(policyFor(all, ""))
 	run := func(ctx context.Context, argv ...string) ([]byte, error) {
 		res, err := r.Run(ctx, argv...)
@@ -165,7 +171,7 @@ func TestResolvePackagesFollowsLibrariesOnly(t *testing.T) {
 	if len(versions) != len(all) {
 		t.Errorf("resolved %d packages, want %d: %v", len(versions), len(all), versions)
 	}
-	for _, no := range []string{"util-linux-extra", "gcc-12-base", "debconf"} {
+	for _, no := range []string{"util-linux-extra", "gcc-12-base", "debconf", "init-system-helpers"} {
 		if _, ok := versions[no]; ok {
 			t.Errorf("%s is not a library and must not be followed", no)
 		}
