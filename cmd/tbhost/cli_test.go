@@ -46,12 +46,10 @@ func leaves(t *testing.T) []command {
 	return out
 }
 
-// usageCode is what a usage error exits with: 2, except where the command
-// follows the Nagios convention (an invalid command line is UNKNOWN, 3).
+// usageCode is what a usage error exits with: 2 in every command (issues 12
+// and 18), monitor check included: Nagios reads it as CRITICAL, so a check
+// line broken by a typo pages at once instead of hiding as UNKNOWN.
 func usageCode(path []string) int {
-	if strings.Join(path, " ") == "monitor check" {
-		return 3
-	}
 	return cliutil.ExitUsage
 }
 

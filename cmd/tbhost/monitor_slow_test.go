@@ -60,8 +60,8 @@ func TestMonitorCheckSlowMember(t *testing.T) {
 	}
 	for _, bad := range [][]string{{"--slow-factor", "1"}, {"--slow-factor", "4", "--slow-critical-factor", "3"}, {"--slow-min-iops", "-1"}, {"--slow-factor", "NaN"}} {
 		args := append([]string{"--root", root, "monitor", "check"}, bad...)
-		if code, out, _ := runTB(t, nil, append(args, "vg-hdd/tables")...); code != 3 || !strings.HasPrefix(out, "UNKNOWN: --slow") {
-			t.Errorf("%v: exit %d, want 3\n%s", bad, code, out)
+		if code, out, stderr := runTB(t, nil, append(args, "vg-hdd/tables")...); code != 2 || !strings.Contains(stderr, "--slow") {
+			t.Errorf("%v: exit %d, want 2 (a bad flag value is a usage error)\n%s%s", bad, code, out, stderr)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tbhost/tbhost/internal/cliutil"
 	"github.com/tbhost/tbhost/internal/fixturetree"
 	"github.com/tbhost/tbhost/monitor/monitortest"
 )
@@ -174,7 +175,9 @@ func TestMonitorCheckTextfile(t *testing.T) {
 	}
 }
 
-func TestMonitorCheckUsageErrorsAreUnknown(t *testing.T) {
+// A wrong command line is a usage error (2) in monitor check too: Nagios
+// shows a check line broken by a typo as CRITICAL, not as UNKNOWN.
+func TestMonitorCheckUsageErrorsExit2(t *testing.T) {
 	for _, args := range [][]string{
 		{"monitor", "check", "--warn", "lots"},
 		{"monitor", "check", "--warn", "70%", "--crit", "60%"},
@@ -182,8 +185,8 @@ func TestMonitorCheckUsageErrorsAreUnknown(t *testing.T) {
 		{"monitor", "check", "--no-traffic", "maybe"},
 	} {
 		code, out, stderr := runTB(t, nil, append([]string{"--root", derived(t, "balanced")}, args...)...)
-		if code != 3 {
-			t.Errorf("%v: exit %d, want 3 (Nagios UNKNOWN; 2 would read as CRITICAL)\n%s%s", args, code, out, stderr)
+		if code != cliutil.ExitUsage {
+			t.Errorf("%v: exit %d, want 2 (usage error)\n%s%s", args, code, out, stderr)
 		}
 	}
 }

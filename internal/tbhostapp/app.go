@@ -61,7 +61,7 @@ EXIT CODES (the same rule in every command):
    or checksum list it read but does not accept); 2 usage error (the command line);
    3 could not run (a file, directory or program it needs is missing or unreadable, or
    nothing to work on: no array, no tables). monitor check uses the Nagios convention:
-   0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (a usage error is UNKNOWN there).
+   0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (a usage error is 2 there too).
 
 JSON:
    With --json stdout holds exactly one JSON document (snake_case keys), also when the

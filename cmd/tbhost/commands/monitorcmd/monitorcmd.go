@@ -105,8 +105,8 @@ func orDash(s string) string {
 	return s
 }
 
-// nagios turns any error of monitor check into exit 3 (UNKNOWN): a Nagios
-// checker reads 2 as CRITICAL, so check never uses tbhost's usage code 2.
+// nagios turns an error of monitor check's run into exit 3 (UNKNOWN): it
+// could not look. A usage error (flag parsing) is 2 like in every command.
 func nagios(c *cli.Context, err error) error {
 	g := cliutil.Get(c)
 	if g.JSON {
@@ -167,17 +167,15 @@ func checkCommand() *cli.Command {
 			slowFactorFlag(), slowCritFlag(), slowMinIOPSFlag(), skipFlag(), scrubStateFlag(),
 			cliutil.JSONFlag(),
 		},
-		OnUsageError: func(c *cli.Context, err error, _ bool) error {
-			return cliutil.WithCode(int(monitor.Unknown), fmt.Errorf("%w (see tbhost monitor check --help)", err))
-		},
 		Action: func(c *cli.Context) error {
 			g := cliutil.Get(c)
+			// a bad flag value is a usage error (2), as in every command
 			th, err := thresholds(c)
 			if err != nil {
-				return nagios(c, err)
+				return cliutil.Usage(err)
 			}
 			if c.Duration("for") <= 0 {
-				return nagios(c, errors.New("--for must be positive, e.g. --for 60s"))
+				return cliutil.Usagef("--for must be positive, e.g. --for 60s")
 			}
 			r, err := monitor.Check(c.Context, env(g), monitor.CheckOptions{
 				Names: c.Args().Slice(), For: c.Duration("for"), Interval: c.Duration("interval"), Thresholds: th,
