@@ -191,8 +191,13 @@ func mergeError(out []byte, e ErrorJSON) []byte {
 	if trimmed[0] != '{' || json.Unmarshal(trimmed, &obj) != nil { // null unmarshals into a map too
 		return mustIndent(map[string]any{"error": e, "result": v})
 	}
-	if _, taken := obj["error"]; taken {
-		return mustIndent(map[string]any{"error": e, "result": v})
+	// a key "error" in any case is taken: Go's decoder (and others) match
+	// keys case-insensitively, so "Error" beside "error" would shadow ours
+	// (found by FuzzMergeError)
+	for k := range obj {
+		if strings.EqualFold(k, "error") {
+			return mustIndent(map[string]any{"error": e, "result": v})
+		}
 	}
 	// Keep the command's own key order and indentation: "error" goes last.
 	body := bytes.TrimSpace(trimmed[1 : len(trimmed)-1])

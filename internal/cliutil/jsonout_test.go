@@ -98,9 +98,11 @@ func FuzzMergeError(f *testing.F) {
 	})
 }
 
+// contains reports whether list holds s in any case (JSON decoders match
+// keys case-insensitively).
 func contains(list []string, s string) bool {
 	for _, x := range list {
-		if x == s {
+		if strings.EqualFold(x, s) {
 			return true
 		}
 	}
