@@ -12,9 +12,9 @@ import (
 	"strings"
 
 	"github.com/tbhost/tbhost/internal/blockdev"
+	"github.com/tbhost/tbhost/internal/cliutil"
 	"github.com/tbhost/tbhost/internal/execx"
 	"github.com/tbhost/tbhost/internal/smart"
-	"github.com/tbhost/tbhost/internal/cliutil"
 	"github.com/tbhost/tbhost/lvm"
 	"github.com/urfave/cli/v2"
 )
