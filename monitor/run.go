@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/tbhost/tbhost/internal/execx"
@@ -124,6 +125,14 @@ func Check(ctx context.Context, e Env, o CheckOptions) (Report, error) {
 	if err != nil {
 		return Report{}, fmt.Errorf("sampling: %w", err)
 	}
+	// A member can vanish inside the window (pulled, or dropped by the
+	// kernel): its counters disappear, which alone only says "not judged".
+	// The topology as it is at the end of the window says it is missing.
+	if !e.Snapshot() {
+		if end, err := e.Discover(ctx, o.Names); err == nil {
+			topo.Arrays = WithVanished(topo.Arrays, end.Arrays)
+		}
+	}
 	th, scrubNotes := e.withScrubSkip(topo.Arrays, o.ScrubStates, o.Thresholds)
 	r := Evaluate(topo.Arrays, samples, th)
 	r.Notes = append(r.Notes, topo.Notes...)
@@ -132,4 +141,51 @@ func Check(ctx context.Context, e Env, o CheckOptions) (Report, error) {
 		r.Notes = append(r.Notes, note)
 	}
 	return r, nil
+}
+
+// WithVanished returns the arrays as found at the start of a window, with
+// what a second look at its end found gone: a member whose disk is no
+// longer among the array's present members is marked missing, and the end's
+// health findings the start did not have (a missing PV, a partial LV) are
+// added. The samples of the window stay the start's.
+func WithVanished(start, end []Array) []Array {
+	byName := map[string]Array{}
+	for _, a := range end {
+		byName[a.Name] = a
+	}
+	out := make([]Array, len(start))
+	for i, a := range start {
+		out[i] = a
+		later, ok := byName[a.Name]
+		if !ok {
+			continue
+		}
+		present := map[string]bool{}
+		for _, m := range later.Members {
+			if !m.Missing && m.Disk != "" {
+				present[m.Disk] = true
+			}
+		}
+		out[i].Members = append([]Member(nil), a.Members...)
+		out[i].Problems = append([]Problem(nil), a.Problems...)
+		for j, m := range out[i].Members {
+			if !m.Missing && m.Disk != "" && len(m.Images) > 0 && !present[m.Disk] {
+				out[i].Members[j].Missing = true
+				out[i].Degraded = true
+				out[i].Problems = append(out[i].Problems, Problem{Severity: Critical, Code: lvm.CodeMemberGone,
+					Text: fmt.Sprintf("%s: %s (%s) vanished during the window: pulled, or dropped by the kernel", a.Name, m.Disk, strings.Join(m.Images, ","))})
+			}
+		}
+		seen := map[string]bool{}
+		for _, p := range out[i].Problems {
+			seen[string(p.Code)+"\x00"+p.Text] = true
+		}
+		for _, p := range later.Problems {
+			if !seen[string(p.Code)+"\x00"+p.Text] {
+				out[i].Problems = append(out[i].Problems, p)
+			}
+		}
+		out[i].Degraded = out[i].Degraded || later.Degraded
+	}
+	return out
 }
