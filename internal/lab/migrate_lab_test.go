@@ -33,10 +33,16 @@ const migrateScript = `. /lab/lib.sh
 export PATH=/usr/bin:/usr/sbin:/sbin:/bin
 S=/tmp/pb
 ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
-# wait_port HEXPORT: until something listens on 127.0.0.1:PORT
-# (whole seconds: in the lab's third boot the 0.5 s version gave up within
-# 1.7 s although the daemon was listening)
-wait_port() { i=0; while ! grep -qi ":$1 00000000:0000 0A" /proc/net/tcp; do sleep 1; i=$((i+1)); [ $i -gt 60 ] && return 1; done; }
+# wait_port HEXPORT: until something listens on 127.0.0.1:PORT, for at
+# most 120 s by the guest's uptime (a count of sleeps gave up within seconds
+# in two lab boots although the daemon came up: sleep returned early)
+wait_port() {
+  end=$(( $(cut -d. -f1 /proc/uptime) + 120 ))
+  while ! grep -qi ":$1 00000000:0000 0A" /proc/net/tcp; do
+    [ "$(cut -d. -f1 /proc/uptime)" -gt "$end" ] && return 1
+    sleep 1
+  done
+}
 cur() { sed -n 's/.*"current_step": "\([^"]*\)".*/\1/p' $S/migrate/state.json 2>/dev/null; }
 
 lab_step "old host: rsync daemon and bench serve on loopback"
