@@ -121,7 +121,8 @@ type Options struct {
 	BWLimit int64    // bytes/s for rsync --bwlimit; 0 unlimited
 	Rsync   string   // the rsync binary (default "rsync")
 	Timeout time.Duration
-	// Progress, if set, is called with the transfer's state (from one goroutine).
+	// Progress, if set, is called with the transfer's state (from the
+	// transfer's and the verifier's goroutines: it must be safe for that).
 	Progress func(Progress)
 	// Event, if set, is called once per file verified or refused.
 	Event func(FileEvent)

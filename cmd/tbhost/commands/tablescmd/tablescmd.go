@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -89,11 +90,14 @@ func runSync(c *cli.Context) error {
 		}
 	}
 	var bar *progressbar.ProgressBar
+	var mu sync.Mutex // Progress and Event come from the transfer and the verifier
 	lastLine := time.Now()
 	opts.Progress = func(p tablesync.Progress) {
 		if g.JSON {
 			return
 		}
+		mu.Lock()
+		defer mu.Unlock()
 		if g.Terminal() {
 			if bar == nil && p.TotalBytes > 0 {
 				bar = progressbar.NewOptions64(p.TotalBytes, progressbar.OptionSetWriter(g.Stderr),
@@ -116,6 +120,8 @@ func runSync(c *cli.Context) error {
 		if g.JSON || e.OK || !g.Terminal() {
 			return // the summary lists every refused file; live lines for a watching operator
 		}
+		mu.Lock()
+		defer mu.Unlock()
 		if bar != nil {
 			bar.Clear()
 		}
