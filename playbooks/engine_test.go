@@ -763,26 +763,7 @@ steps:
 // runs once in the documented order, the gates reach bench replay, and a
 // failing post-cutover watch runs the rollback hook (and only then).
 func TestMigratePlaybookOrderAndRollback(t *testing.T) {
-	pb, err := Embedded("migrate")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	lists, log := filepath.Join(dir, "lists"), filepath.Join(dir, "access.log")
-	os.MkdirAll(lists, 0o755)
-	os.WriteFile(filepath.Join(lists, "sha256"), []byte("x"), 0o644)
-	os.WriteFile(log, []byte("/standard?fen=x\n"), 0o644)
-	sets := map[string][]string{}
-	for k, v := range map[string]string{
-		"from": "rsync://127.0.0.1:8730/tables", "lists": lists, "replay_log": log, "old_target": "http://127.0.0.1:9001",
-		"new_target": "http://127.0.0.1:9002", "cutover_hook": "echo cutover", "rollback_hook": "echo rollback", "provision": "false",
-	} {
-		sets[k] = []string{v}
-	}
-	vals, err := Resolve(pb, sets)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pb, vals, lists, log := migrateValues(t, map[string]string{"provision": "false"})
 	run := func(f *fakeRunner, yes bool) *Report {
 		e, _ := newEngine(f)
 		rep, err := e.Run(context.Background(), pb, Options{Values: vals, Yes: yes})
@@ -835,26 +816,7 @@ func TestMigratePlaybookOrderAndRollback(t *testing.T) {
 // "sync in progress"), so without the wait it fails on every new array (the
 // VM lab's TestMigratePlaybook).
 func TestMigrateProvisionWaitsForSync(t *testing.T) {
-	pb, err := Embedded("migrate")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	lists, log := filepath.Join(dir, "lists"), filepath.Join(dir, "access.log")
-	os.MkdirAll(lists, 0o755)
-	os.WriteFile(filepath.Join(lists, "sha256"), []byte("x"), 0o644)
-	os.WriteFile(log, []byte("/standard?fen=x\n"), 0o644)
-	sets := map[string][]string{}
-	for k, v := range map[string]string{
-		"from": "rsync://127.0.0.1:8730/tables", "lists": lists, "replay_log": log, "old_target": "http://127.0.0.1:9001",
-		"new_target": "http://127.0.0.1:9002", "cutover_hook": "echo cutover", "rollback_hook": "echo rollback",
-	} {
-		sets[k] = []string{v}
-	}
-	vals, err := Resolve(pb, sets)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pb, vals, _, _ := migrateValues(t, nil)
 	f := newFake()
 	e, _ := newEngine(f)
 	if _, err := e.Run(context.Background(), pb, Options{Values: vals, Yes: true}); err != nil {
@@ -864,4 +826,35 @@ func TestMigrateProvisionWaitsForSync(t *testing.T) {
 	if len(calls) < 2 || !strings.Contains(calls[0], " playbook run ") || !strings.Contains(calls[0], "--set wait_sync=true provision-host") {
 		t.Errorf("the first call is not provision-host waiting for the sync: %q", calls)
 	}
+}
+
+// migrateValues is the embedded migrate playbook with every required
+// parameter set (the lists and the log exist in a temp dir, for the
+// require checks), plus extra.
+func migrateValues(t *testing.T, extra map[string]string) (pb *Playbook, vals Values, lists, log string) {
+	t.Helper()
+	pb, err := Embedded("migrate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	lists, log = filepath.Join(dir, "lists"), filepath.Join(dir, "access.log")
+	os.MkdirAll(lists, 0o755)
+	os.WriteFile(filepath.Join(lists, "sha256"), []byte("x"), 0o644)
+	os.WriteFile(log, []byte("/standard?fen=x\n"), 0o644)
+	params := map[string]string{
+		"from": "rsync://127.0.0.1:8730/tables", "lists": lists, "replay_log": log, "old_target": "http://127.0.0.1:9001",
+		"new_target": "http://127.0.0.1:9002", "cutover_hook": "echo cutover", "rollback_hook": "echo rollback",
+	}
+	for k, v := range extra {
+		params[k] = v
+	}
+	sets := map[string][]string{}
+	for k, v := range params {
+		sets[k] = []string{v}
+	}
+	if vals, err = Resolve(pb, sets); err != nil {
+		t.Fatal(err)
+	}
+	return pb, vals, lists, log
 }

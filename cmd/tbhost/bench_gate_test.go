@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"net/http/httptest"
 	"os"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/tbhost/tbhost/internal/bench"
 	"github.com/tbhost/tbhost/internal/cliutil"
-	"github.com/tbhost/tbhost/internal/realdata"
 )
 
 // Issue 17 item 2, the cutover gate: two bench serve targets over the
@@ -20,16 +18,7 @@ import (
 // exits 1 naming the percentile and both figures when the new host is the
 // slow one; with equal targets (or generous limits) it exits 0.
 func TestBenchReplayGate(t *testing.T) {
-	tables := realdata.CopyTables(t)
-	set, err := bench.LoadTables(context.Background(), []string{tables})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tg, err := bench.NewTarget(set, bench.ProbeConfig{IO: bench.IOPread, Advise: bench.AdviseNormal, Parallel: 1}, bench.Mix{WDL: 1, DTZ: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tg.Close()
+	tg, tables := builtInTarget(t)
 	// Latencies of a few µs would make any relative gate noise, and on a
 	// loaded machine a request's tail can grow by 200 ms: every target
 	// answers after a known delay much larger than that (300 ms), the slow

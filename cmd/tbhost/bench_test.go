@@ -89,7 +89,10 @@ func TestBenchProbeWeightLogCLI(t *testing.T) {
 	}
 }
 
-func TestBenchReplayCLI(t *testing.T) {
+// builtInTarget is bench serve's handler over a copy of the real tables
+// (closed when the test ends) and the tables' directory.
+func builtInTarget(t *testing.T) (*bench.Target, string) {
+	t.Helper()
 	tables := realdata.CopyTables(t)
 	set, err := bench.LoadTables(context.Background(), []string{tables})
 	if err != nil {
@@ -99,7 +102,12 @@ func TestBenchReplayCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tg.Close()
+	t.Cleanup(func() { tg.Close() })
+	return tg, tables
+}
+
+func TestBenchReplayCLI(t *testing.T) {
+	tg, tables := builtInTarget(t)
 	good := httptest.NewServer(tg)
 	defer good.Close()
 	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
