@@ -95,30 +95,7 @@ EXAMPLES:
 				_ = bar.Finish()
 				fmt.Fprintln(g.Stderr)
 			}
-			var ref *lvm.RefusedError
-			var vf *lvm.VerifyFailedError
-			var sf *lvm.StepFailedError
-			refused := errors.As(err, &ref)
-			if perr := g.Output(rep, func(w io.Writer) error {
-				if refused {
-					return nil // nothing ran: the refusal says it all
-				}
-				return writeApply(w, rep)
-			}); perr != nil && err == nil {
-				err = perr
-			}
-			switch {
-			case err == nil:
-				return nil
-			case refused, errors.As(err, &vf):
-				return cliutil.Problem(err)
-			case errors.As(err, &sf):
-				return cliutil.CannotRun(err)
-			}
-			if cliutil.CodeOf(err) != cliutil.ExitCannotRun {
-				return err // a declined confirmation (exit 1)
-			}
-			return cliutil.CannotRun(err)
+			return finishRun(g, rep, err, func(w io.Writer) error { return writeApply(w, rep) })
 		},
 	}
 }
@@ -208,4 +185,35 @@ EXAMPLES:
 			return nil
 		},
 	}
+}
+
+// finishRun prints the report of a run that changes the disks (lvm apply,
+// lvm replace) and maps its error to the exit code: a refusal prints only
+// the refusal (nothing ran) and is 1 like a failed verification; a failed
+// lvm command is 3; a declined confirmation keeps its own code (1).
+func finishRun(g *cliutil.Globals, rep any, err error, write func(io.Writer) error) error {
+	var ref *lvm.RefusedError
+	var vf *lvm.VerifyFailedError
+	var sf *lvm.StepFailedError
+	refused := errors.As(err, &ref)
+	if perr := g.Output(rep, func(w io.Writer) error {
+		if refused {
+			return nil // nothing ran: the refusal says it all
+		}
+		return write(w)
+	}); perr != nil && err == nil {
+		err = perr
+	}
+	switch {
+	case err == nil:
+		return nil
+	case refused, errors.As(err, &vf):
+		return cliutil.Problem(err)
+	case errors.As(err, &sf):
+		return cliutil.CannotRun(err)
+	}
+	if cliutil.CodeOf(err) != cliutil.ExitCannotRun {
+		return err // a declined confirmation (exit 1)
+	}
+	return cliutil.CannotRun(err)
 }

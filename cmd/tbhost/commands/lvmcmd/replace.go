@@ -3,7 +3,6 @@ package lvmcmd
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -141,30 +140,7 @@ EXAMPLES:
 			ctx, cancel := cliutil.SignalContext(c)
 			defer cancel()
 			rep, err := r.Replace(ctx, opts)
-			var ref *lvm.RefusedError
-			var vf *lvm.VerifyFailedError
-			var sf *lvm.StepFailedError
-			refused := errors.As(err, &ref)
-			if perr := g.Output(rep, func(w io.Writer) error {
-				if refused {
-					return nil
-				}
-				return writeReplace(w, rep)
-			}); perr != nil && err == nil {
-				err = perr
-			}
-			switch {
-			case err == nil:
-				return nil
-			case refused, errors.As(err, &vf):
-				return cliutil.Problem(err)
-			case errors.As(err, &sf):
-				return cliutil.CannotRun(err)
-			}
-			if cliutil.CodeOf(err) != cliutil.ExitCannotRun {
-				return err // a declined confirmation (exit 1)
-			}
-			return cliutil.CannotRun(err)
+			return finishRun(g, rep, err, func(w io.Writer) error { return writeReplace(w, rep) })
 		},
 	}
 }
