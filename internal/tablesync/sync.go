@@ -206,6 +206,8 @@ type syncer struct {
 	bytes                   int64
 	totalBytes              int64
 	totalFiles, doneFiles   int
+	saved                   time.Time // last state write
+	dirty, saveFailed       bool
 }
 
 // Sync copies the selected tables from opts.From to opts.To, verifying
@@ -242,6 +244,11 @@ func Sync(ctx context.Context, opts Options) (Report, error) {
 	}
 	defer unlock()
 	err = s.run(ctx)
+	s.mu.Lock()
+	if s.dirty {
+		s.save(true)
+	}
+	s.mu.Unlock()
 	s.rep.Bytes = s.bytes
 	s.rep.Seconds = time.Since(start).Seconds()
 	if ctx.Err() != nil {
@@ -524,14 +531,34 @@ func (s *syncer) record(f SourceFile, st os.FileInfo, digest string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.st.Files[f.Name] = stateEntry{Rel: f.Rel, Size: st.Size(), MtimeNs: st.ModTime().UnixNano(), Digest: digest}
+	s.save(false)
+}
+
+// save writes the state atomically, at most once a second unless force
+// (3022 files would otherwise rewrite and fsync a growing file 3022 times).
+// A record lost to a kill is only a file verified again by the next run.
+// The caller holds s.mu.
+func (s *syncer) save(force bool) {
+	if !force && time.Since(s.saved) < time.Second {
+		s.dirty = true
+		return
+	}
+	s.saved, s.dirty = time.Now(), false
 	b, _ := json.MarshalIndent(s.st, "", " ")
 	tmp := s.statePath + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err == nil {
-		if f, err := os.Open(tmp); err == nil {
-			f.Sync()
+	err := os.WriteFile(tmp, b, 0o644)
+	if err == nil {
+		if f, ferr := os.Open(tmp); ferr == nil {
+			err = f.Sync()
 			f.Close()
 		}
-		os.Rename(tmp, s.statePath)
+	}
+	if err == nil {
+		err = os.Rename(tmp, s.statePath)
+	}
+	if err != nil && !s.saveFailed {
+		s.saveFailed = true
+		s.rep.Warnings = append(s.rep.Warnings, fmt.Sprintf("state %s not written (%v): a rerun verifies the files again", s.statePath, err))
 	}
 }
 
