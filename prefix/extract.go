@@ -518,7 +518,7 @@ func copyPrefix(ctx context.Context, p Parsed, store string, upto Upto, bufs *ch
 	h := sha256.New()
 	check := l.NewChecker()
 	cw := &countWriter{prog: prog}
-	n, err := copyAndDigest(ctx, out, newRangeReader(src, plen), io.MultiWriter(h, check, cw), bufs)
+	n, err := copyAndDigest(ctx, &writebackFile{f: out}, newRangeReader(src, plen), io.MultiWriter(h, check, cw), bufs)
 	if err != nil {
 		return fail(n, fmt.Errorf("copy prefix of %s: %w", p.Path, err))
 	}

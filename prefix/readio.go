@@ -118,3 +118,24 @@ func parseReadBytes(b []byte) (int64, error) {
 	}
 	return 0, fmt.Errorf("%s has no read_bytes line (kernel without task I/O accounting)", procSelfIO)
 }
+
+// writebackFile writes to f and asks the kernel to start writing each
+// chunk back to the disk as soon as it is in the page cache
+// (sync_file_range SYNC_FILE_RANGE_WRITE: asynchronous, it does not wait),
+// so the disk writes overlap the rest of the copy and the prefix's final
+// fsync waits only for the last chunks, as a copy followed by `sync` cannot.
+// The request is advice: where the kernel or file system refuses it, the
+// fsync still writes everything.
+type writebackFile struct {
+	f   *os.File
+	off int64
+}
+
+func (w *writebackFile) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	if n > 0 {
+		_ = unix.SyncFileRange(int(w.f.Fd()), w.off, int64(n), unix.SYNC_FILE_RANGE_WRITE)
+		w.off += int64(n)
+	}
+	return n, err
+}
