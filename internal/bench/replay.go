@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -310,6 +311,29 @@ func RawHeader() []string {
 	return []string{"run", "seq", "client", "start_ms", "latency_ms", "status", "failed", "warmup"}
 }
 
+// connsPerProc is how many replay connections one Go processor drives: a
+// request costs the harness a few microseconds of CPU (write, read, parse),
+// so one processor keeps a couple of hundred connections busy at the rates a
+// tablebase server answers.
+const connsPerProc = 256
+
+// replayProcs lowers GOMAXPROCS for a replay to one processor per
+// connsPerProc connections (at least one; never raised) and returns the
+// function that restores it. More processors than the connections need do
+// not make requests faster: idle ones spin looking for the next ready
+// connection and wake each other, CPU that a server on the same host (the
+// pre-cutover replay runs on the tablebase host) loses. Measured against wrk
+// on the 2-CPU test machine, 12 connections: 1 processor 0.92-1.0x wrk's
+// rate, 2 processors 0.80-0.94x (BenchmarkRatioReplayVsWrk).
+func replayProcs(clients int) (restore func()) {
+	prev := runtime.GOMAXPROCS(0)
+	if want := 1 + (clients-1)/connsPerProc; want < prev {
+		runtime.GOMAXPROCS(want)
+		return func() { runtime.GOMAXPROCS(prev) }
+	}
+	return func() {}
+}
+
 // RunReplay replays the log against every target in turn, the same
 // requests in the same order, and returns one run per target.
 func RunReplay(ctx context.Context, o ReplayOptions) (*Report, error) {
@@ -348,6 +372,7 @@ func RunReplay(ctx context.Context, o ReplayOptions) (*Report, error) {
 	if o.Schedule != nil {
 		rep.Speed = o.Speed
 	}
+	defer replayProcs(o.Clients)()
 	for i, base := range bases {
 		if o.Progress != nil {
 			name := o.Targets[i]

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -227,5 +228,51 @@ func checkPlots(t *testing.T, dir, legend string) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "summary.json")); err != nil {
 		t.Error(err)
+	}
+}
+
+// Issue 16: a replay of 12 connections runs on one Go processor (spare ones
+// would spin and take CPU from a server on the same host), sends only the
+// Host header besides the request line, and GOMAXPROCS is restored after.
+func TestReplayUsesOneProcessorAndHostOnly(t *testing.T) {
+	before := runtime.GOMAXPROCS(0)
+	if before < 2 {
+		runtime.GOMAXPROCS(2)
+		defer runtime.GOMAXPROCS(before)
+		before = 2
+	}
+	var procs, requests atomic.Int64
+	var extra atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		procs.Store(max(procs.Load(), int64(runtime.GOMAXPROCS(0))))
+		requests.Add(1)
+		for k := range r.Header {
+			extra.Store(k)
+		}
+		w.Write([]byte("{}"))
+	}))
+	defer srv.Close()
+	_, err := RunReplay(context.Background(), ReplayOptions{Paths: []string{"/a", "/b", "/c"}, Targets: []string{srv.URL},
+		Clients: 12, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if requests.Load() != 3 {
+		t.Fatalf("server saw %d requests, want 3", requests.Load())
+	}
+	if procs.Load() != 1 {
+		t.Errorf("GOMAXPROCS %d during a 12-connection replay, want 1", procs.Load())
+	}
+	if k := extra.Load(); k != nil {
+		t.Errorf("replay sent header %v; want only Host", k)
+	}
+	if after := runtime.GOMAXPROCS(0); after != before {
+		t.Errorf("GOMAXPROCS %d after the replay, was %d", after, before)
+	}
+	restore := replayProcs(1000) // 4 processors for 1000 connections, never more than there were
+	n := runtime.GOMAXPROCS(0)
+	restore()
+	if n != min(before, 4) {
+		t.Errorf("1000 connections: GOMAXPROCS %d, want min(%d, 4)", n, before)
 	}
 }
