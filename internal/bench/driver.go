@@ -161,7 +161,6 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 		return nil, err
 	}
 	var next, done atomic.Int64
-	start := time.Now()
 	if load.Progress != nil {
 		stop := make(chan struct{})
 		defer close(stop)
@@ -193,12 +192,21 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 		defer osThreads(load.Clients)()
 	}
 	stats := make([]*clientStats, load.Clients)
+	for c := range stats {
+		stats[c] = &clientStats{ok: newHistogram(), failed: newHistogram(), statuses: map[int]int64{}}
+	}
+	// The histograms (about half a megabyte a client) and whatever the
+	// caller allocated are collected now, before the clock starts: a
+	// request allocates nothing, so no collection starts during the run,
+	// whose stop-the-world phases would land in the latency tail (with a
+	// thread per client on 2 CPUs one took 85 ms: probe p99.9 6x fio's).
+	runtime.GC()
+	start := time.Now()
 	// Every client runs at once (that is the load), so the group has no
 	// limit; Load.Validate bounds the clients.
 	var g errgroup.Group
 	for c := 0; c < load.Clients; c++ {
-		st := &clientStats{ok: newHistogram(), failed: newHistogram(), statuses: map[int]int64{}}
-		stats[c] = st
+		st := stats[c]
 		client := c
 		g.Go(func() error {
 			if load.OSThreads {
