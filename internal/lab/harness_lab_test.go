@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +56,16 @@ ls /dev/disk/by-id | lab_out byid.txt
 echo "$(lab_disks hdd)" | lab_out hdds.txt`},
 		{Name: "tbhost", Script: `/usr/bin/tbhost --version | lab_out version.txt`},
 		{Name: "signature", Script: `blkid -o export $(lab_dev HDD2) | lab_out blkid.txt; wipefs -n $(lab_dev HDD2) | lab_out wipefs.txt`},
+		// lab_throttle: reads of HDD2 capped at 1 MiB/s by qemu while the
+		// guest runs, then the cap lifted; an unknown disk is refused
+		{Name: "throttle", Script: `d=$(lab_dev HDD2)
+rd() { a=$(cut -d' ' -f1 /proc/uptime); dd if=$d of=/dev/null bs=1M count=4 skip=$1 iflag=direct 2>/dev/null; b=$(cut -d' ' -f1 /proc/uptime); echo "$a $b" | awk '{printf "%d\n", ($2 - $1) * 100}'; }
+lab_throttle 1048576 hdd2; echo $? > $LAB_OUT/cap.rc
+rd 8 > $LAB_OUT/capped.cs
+lab_throttle 0 hdd2; echo $? > $LAB_OUT/lift.rc
+rd 16 > $LAB_OUT/free.cs
+lab_throttle 1048576 nosuchdisk 2> $LAB_OUT/bad.err; echo $? > $LAB_OUT/bad.rc
+cat $LAB_OUT/*.cs $LAB_OUT/bad.err`},
 		{Name: "corrupt", Script: `dd if=$(lab_dev HDD1) bs=512 skip=2048 count=1 2>/dev/null | od -An -v -tx1 | tr -s ' \n' ' ' | lab_out sector.txt
 dd if=$(lab_dev HDD1) bs=512 skip=2049 count=1 2>/dev/null | od -An -v -tx1 | tr -s ' \n' ' ' | lab_out next.txt`},
 	}
@@ -100,6 +111,20 @@ dd if=$(lab_dev HDD1) bs=512 skip=2049 count=1 2>/dev/null | od -An -v -tx1 | tr
 	}
 	if s := strings.TrimSpace(string(res["corrupt"].Outputs["next.txt"])); s != strings.TrimSpace(strings.Repeat("00 ", 512)) {
 		t.Errorf("the sector after the corruption changed: %q...", s[:min(len(s), 60)])
+	}
+	th := res["throttle"]
+	to := func(n string) string { return strings.TrimSpace(string(th.Outputs[n])) }
+	t.Logf("throttle: 4 MiB read in %s cs capped at 1 MiB/s, %s cs after the lift; host: %v", to("capped.cs"), to("free.cs"), boot.Throttles)
+	if to("cap.rc") != "0" || to("lift.rc") != "0" {
+		t.Errorf("lab_throttle: exit %s (cap), %s (lift):\n%s", to("cap.rc"), to("lift.rc"), th.Log)
+	}
+	capped, _ := strconv.Atoi(to("capped.cs"))
+	free, err := strconv.Atoi(to("free.cs"))
+	if capped < 250 || err != nil || free >= capped/2 {
+		t.Errorf("4 MiB O_DIRECT read: %s cs with reads capped at 1 MiB/s (want >= 2.5 s), %s cs without (want well under)", to("capped.cs"), to("free.cs"))
+	}
+	if to("bad.rc") != "1" || !strings.Contains(to("bad.err"), `no disk "nosuchdisk"`) {
+		t.Errorf("throttle of an unknown disk: exit %s, %s", to("bad.rc"), to("bad.err"))
 	}
 	if after, _ := ImageChecksum(disks[2].Image); after != before {
 		t.Error("reading a disk in the guest changed its image")

@@ -21,6 +21,12 @@ const QemuBinary = "qemu-system-x86_64"
 // ends qemu (panic=-1 with -no-reboot).
 const kernelCmdline = "console=ttyS0 rdinit=/init panic=-1 loglevel=4"
 
+// qmpArgs puts qemu's QMP monitor on the unix socket path (the host
+// applies lab_throttle's requests there).
+func qmpArgs(path string) []string {
+	return []string{"-qmp", "unix:" + path + ",server=on,wait=off"}
+}
+
 // qemuArgs builds qemu's argv (without the program name). images maps a
 // disk name to its image path. TCG only: KVM cannot run guests on the
 // machines this targets.
@@ -75,12 +81,15 @@ type qemuProcess struct {
 	err  error
 }
 
-// startQemu starts qemu with stdout+stderr going to out. The process is
-// killed (SIGKILL to its process group) when ctx ends, and when this
-// process dies (Pdeathsig).
-func startQemu(ctx context.Context, args []string, out io.Writer) (*qemuProcess, error) {
+// startQemu starts qemu with stdout+stderr going to out and stdin (the
+// serial console's input; nil: none) from in. The process is killed
+// (SIGKILL to its process group) when ctx ends, and when this process dies
+// (Pdeathsig).
+func startQemu(ctx context.Context, args []string, in *os.File, out io.Writer) (*qemuProcess, error) {
 	cmd := exec.CommandContext(ctx, QemuBinary, args...)
-	cmd.Stdin = nil
+	if in != nil {
+		cmd.Stdin = in
+	}
 	cmd.Stdout = out
 	cmd.Stderr = out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -37,6 +37,9 @@ type Result struct {
 	// second boot via Disk.Image).
 	Images   map[string]string
 	Duration time.Duration
+	// Throttles lists the scenario's lab_throttle requests and how each
+	// ended ("ID BYTES_PER_S DISK...: ok" or ": error: ...").
+	Throttles []string
 }
 
 // Run boots one guest with cfg's disks, runs its scenario and returns the
@@ -81,19 +84,42 @@ func (l *Lab) Run(ctx context.Context, cfg Config) (*Result, error) {
 		out = io.MultiWriter(logFile, newConsoleFilter(l.Console, mark))
 	}
 	args := qemuArgs(cfg, l.Base.Kernel, initrd, images)
+	// QMP for lab_throttle: a short socket path (unix sockets allow ~107
+	// bytes; work dirs can be long)
+	qmpDir, err := os.MkdirTemp("", "tbhost-qmp-")
+	if err != nil {
+		return nil, fmt.Errorf("qmp socket dir: %w", err)
+	}
+	defer os.RemoveAll(qmpDir)
+	qmpPath := filepath.Join(qmpDir, "qmp.sock")
+	args = append(args, qmpArgs(qmpPath)...)
 	fmt.Fprintf(logFile, "# %s %s\n", QemuBinary, strings.Join(args, " "))
 
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
+	// the serial console's input: lab_throttle's answers
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("console input pipe: %w", err)
+	}
+	defer inW.Close()
+	qmp := &qmpThrottler{ctx: ctx, path: qmpPath}
+	defer qmp.Close()
+	watch := newThrottleWatcher(out, mark, cfg.Disks, qmp.apply, inW)
 	start := time.Now()
 	log.Info("booting lab VM", "disks", len(cfg.Disks), "log", logPath)
-	p, err := startQemu(ctx, args, out)
+	p, err := startQemu(ctx, args, inR, watch)
+	inR.Close() // qemu has its own copy
 	if err != nil {
 		return nil, err
 	}
 	defer p.Kill() // also on panic
 	waitErr := p.Wait()
-	res := &Result{ExitCode: -1, LogPath: logPath, Images: images, Duration: time.Since(start)}
+	watch.Wait()
+	res := &Result{ExitCode: -1, LogPath: logPath, Images: images, Duration: time.Since(start), Throttles: watch.Handled()}
+	for _, h := range res.Throttles {
+		log.Info("lab throttle", "request", h)
+	}
 	logFile.Sync()
 	data, err := os.ReadFile(logPath)
 	if err != nil {

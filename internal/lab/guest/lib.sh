@@ -145,3 +145,25 @@ lab_stop_load() {
   kill "$lab_load_pid" 2>/dev/null; killall dd 2>/dev/null
   wait "$lab_load_pid" 2>/dev/null; lab_load_pid=
 }
+
+# lab_throttle BYTES_PER_S DISK...: the host caps the reads of the run's
+# disks DISK... (their config names: hdd1, ...) at BYTES_PER_S while the
+# guest runs (qemu's block_set_io_throttle over QMP; 0 lifts the cap, and
+# every other limit of the drive is replaced). Returns 0 once the host says
+# it is applied; 1 with the reason on stderr (an unknown disk, a QMP error,
+# no answer in 60 s). The request is a marker line on the console; the
+# answer comes in on the console's input.
+lab_throttle() {
+  lab_tid=$$.$RANDOM$RANDOM
+  stty -echo < /dev/console 2>/dev/null
+  echo "$LAB_MARK THROTTLE $lab_tid $*" > /dev/console
+  lab_t0=$(cut -d. -f1 /proc/uptime)
+  while :; do
+    if read -r -t 5 lab_w lab_id lab_rest < /dev/console; then
+      [ "$lab_w" = lab-throttle ] && [ "$lab_id" = "$lab_tid" ] || continue
+      [ "$lab_rest" = ok ] && { echo "lab: reads of $(echo $* | cut -d' ' -f2-) capped at $1 B/s (0: no cap)"; return 0; }
+      echo "lab: throttle $*: $lab_rest" >&2; return 1
+    fi
+    [ $(( $(cut -d. -f1 /proc/uptime) - lab_t0 )) -ge 60 ] && { echo "lab: throttle $*: no answer from the host in 60 s" >&2; return 1; }
+  done
+}
