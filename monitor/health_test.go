@@ -179,3 +179,44 @@ func TestInactivePartialArrayIsCritical(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// Issue 14: while `lvm replace` rebuilds an image or dm-integrity
+// re-initialises one, monitor check says so as WARNING and does not judge
+// the skew (the rebuild's own reads are not the tables' load), so a cron
+// check does not flap to CRITICAL; a second member gone during the rebuild
+// is CRITICAL.
+func TestRebuildAndReinitAreWarningNotCritical(t *testing.T) {
+	reinitOld := `"lv_name":"[tables_rimage_2]", "vg_name":"vg-hdd", "lv_attr":"gwi-aor---", "lv_size":"0", "segtype":"integrity", "stripes":"1", "data_stripes":"1", "stripe_size":"0", "devices":"tables_rimage_2_iorig(0)", "lv_health_status":"", "sync_percent":""`
+	rebuildOld := `"lv_health_status":"", "sync_percent":"100.00", "raid_sync_action":"idle"`
+	rebuildNew := `"lv_health_status":"", "sync_percent":"42.50", "raid_sync_action":"recover"`
+	for _, c := range []struct {
+		name      string
+		edits     [][2]string
+		status    Severity
+		want      string
+		notJudged bool
+	}{
+		{"integrity re-initialising", [][2]string{{reinitOld, strings.Replace(reinitOld, `"sync_percent":""`, `"sync_percent":"12.25"`, 1)}},
+			Warning, "dm-integrity re-initialising 1 images, 12.25% done", true},
+		{"rebuilding", [][2]string{{rebuildOld, rebuildNew}}, Warning, `"recover" at 42.50%`, true},
+		{"second member gone while rebuilding", [][2]string{{rebuildOld, rebuildNew},
+			{`"devices":"/dev/sde(1)"`, `"devices":"[unknown](1)"`}}, Critical, "", false},
+	} {
+		root := fixturetree.Copy(t, derived(t, "balanced"))
+		for _, e := range c.edits {
+			editFile(t, filepath.Join(root, "lvm/lvs.json"), e[0], e[1])
+		}
+		r := checkTree(t, root, "vg-hdd/tables")
+		if r.Status != c.status || !strings.Contains(r.Summary, c.want) {
+			t.Errorf("%s: %s %q, want %s containing %q", c.name, r.Status, r.Summary, c.status, c.want)
+		}
+		if c.notJudged && (r.Arrays[0].Judged != 0 || !strings.Contains(r.Summary, "skew is not judged meanwhile")) {
+			t.Errorf("%s: %d intervals judged (%q); the skew must wait for the end of the sync", c.name, r.Arrays[0].Judged, r.Summary)
+		}
+	}
+	// the same tree untouched is judged (balanced over 6 disks): the cases above
+	// are not "not judged" for another reason
+	if r := checkTree(t, derived(t, "balanced"), "vg-hdd/tables"); r.Status != OK || r.Arrays[0].Judged == 0 || !strings.Contains(r.Summary, "balanced (6 disks") {
+		t.Errorf("untouched: %s judged %d %q", r.Status, r.Arrays[0].Judged, r.Summary)
+	}
+}
