@@ -196,10 +196,11 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 		stats[c] = &clientStats{ok: newHistogram(), failed: newHistogram(), statuses: map[int]int64{}}
 	}
 	// The histograms (about half a megabyte a client) and whatever the
-	// caller allocated are collected now, before the clock starts: a
-	// request allocates nothing, so no collection starts during the run,
-	// whose stop-the-world phases would land in the latency tail (with a
-	// thread per client on 2 CPUs one took 85 ms: probe p99.9 6x fio's).
+	// caller allocated are collected now, before the clock starts. The
+	// driver itself allocates nothing per request, so a run whose requests
+	// do not allocate either (the probe's reads) sees no collection, whose
+	// stop-the-world phases would land in the latency tail (with a thread
+	// per client on 2 CPUs one took 85 ms: probe p99.9 6x fio's).
 	runtime.GC()
 	start := time.Now()
 	// Every client runs at once (that is the load), so the group has no
