@@ -3,6 +3,7 @@
 package lab
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -76,6 +77,8 @@ func TestQemuDiesWithTimedOutTestBinary(t *testing.T) {
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperLongBoot$", "-test.timeout=30s")
 	cmd.Env = append(os.Environ(), "TBHOST_LAB_HELPER="+baseFile, "TMPDIR="+dir)
+	var out bytes.Buffer // the child's own account, for a failure message
+	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +98,7 @@ wait:
 		}
 	}
 	if !seen {
-		t.Fatalf("the helper never started qemu (exit: %v)", exitErr)
+		t.Fatalf("the helper never started qemu (exit: %v):\n%s", exitErr, out.Bytes())
 	}
 	time.Sleep(2 * time.Second)
 	if pids := LiveQemus(dir); len(pids) > 0 {
@@ -112,6 +115,6 @@ func TestHelperLongBoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := &Lab{Base: base}
-	l.Run(context.Background(), sleeperConfig(t, 20*time.Minute))
-	t.Error("the boot should have been cut by the test timeout")
+	res, err := l.Run(context.Background(), sleeperConfig(t, 20*time.Minute))
+	t.Errorf("the boot should have been cut by the test timeout; it ended: %+v, %v", res, err)
 }

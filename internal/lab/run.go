@@ -84,14 +84,13 @@ func (l *Lab) Run(ctx context.Context, cfg Config) (*Result, error) {
 		out = io.MultiWriter(logFile, newConsoleFilter(l.Console, mark))
 	}
 	args := qemuArgs(cfg, l.Base.Kernel, initrd, images)
-	// QMP for lab_throttle: a short socket path (unix sockets allow ~107
-	// bytes; work dirs can be long)
-	qmpDir, err := os.MkdirTemp("", "tbhost-qmp-")
+	// QMP for lab_throttle, on a unix socket
+	qmpDir, err := qmpSocketDir()
 	if err != nil {
 		return nil, fmt.Errorf("qmp socket dir: %w", err)
 	}
 	defer os.RemoveAll(qmpDir)
-	qmpPath := filepath.Join(qmpDir, "qmp.sock")
+	qmpPath := filepath.Join(qmpDir, qmpSocketName)
 	args = append(args, qmpArgs(qmpPath)...)
 	fmt.Fprintf(logFile, "# %s %s\n", QemuBinary, strings.Join(args, " "))
 
@@ -283,4 +282,24 @@ func writeRunInitrd(base, dst string, cfg Config, mark string) error {
 		return fmt.Errorf("initrd: %w", err)
 	}
 	return f.Close()
+}
+
+// qmpSocketName is the QMP socket's name inside its directory.
+const qmpSocketName = "qmp.sock"
+
+// maxUnixPath is the longest unix socket path Linux takes (sun_path is
+// 108 bytes with its terminating NUL).
+const maxUnixPath = 107
+
+// qmpSocketDir makes the directory of a boot's QMP socket: under TMPDIR
+// when the socket path fits a unix socket address there, else under /tmp.
+// Nested test work dirs (a lab test that runs a lab test binary, each with
+// its own TMPDIR) reach past 107 bytes, and qemu then refuses to start.
+func qmpSocketDir() (string, error) {
+	parent := os.TempDir()
+	// MkdirTemp adds up to 10 digits to the pattern
+	if len(filepath.Join(parent, "tbhost-qmp-0123456789", qmpSocketName)) > maxUnixPath {
+		parent = "/tmp"
+	}
+	return os.MkdirTemp(parent, "tbhost-qmp-")
 }
