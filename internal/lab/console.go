@@ -26,19 +26,27 @@ func newConsoleFilter(w io.Writer, mark string) *consoleFilter {
 func (f *consoleFilter) Write(p []byte) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.buf = append(f.buf, p...)
+	return len(p), eachLine(&f.buf, p, f.line)
+}
+
+// eachLine appends p to *buf and calls fn with every complete line in it
+// (its newline included), in order, keeping the incomplete rest in *buf;
+// it stops at fn's first error. The serial console arrives in arbitrary
+// pieces; every reader of its lines (the filter, the throttle watcher)
+// splits them here.
+func eachLine(buf *[]byte, p []byte, fn func(line string) error) error {
+	*buf = append(*buf, p...)
 	for {
-		i := bytes.IndexByte(f.buf, '\n')
+		i := bytes.IndexByte(*buf, '\n')
 		if i < 0 {
-			break
+			return nil
 		}
-		line := string(f.buf[:i+1])
-		f.buf = f.buf[i+1:]
-		if err := f.line(line); err != nil {
-			return len(p), err
+		line := string((*buf)[:i+1])
+		*buf = (*buf)[i+1:]
+		if err := fn(line); err != nil {
+			return err
 		}
 	}
-	return len(p), nil
 }
 
 func (f *consoleFilter) line(line string) error {

@@ -183,20 +183,14 @@ func newThrottleWatcher(out io.Writer, mark string, disks []Disk, apply func(Thr
 func (w *throttleWatcher) Write(p []byte) (int, error) {
 	n, err := w.out.Write(p)
 	w.mu.Lock()
-	w.buf = append(w.buf, p...)
-	for {
-		i := bytes.IndexByte(w.buf, '\n')
-		if i < 0 {
-			break
-		}
-		line := string(w.buf[:i])
-		w.buf = w.buf[i+1:]
+	eachLine(&w.buf, p, func(line string) error {
 		if j := strings.Index(line, w.prefix); j >= 0 {
 			rest := strings.TrimSpace(line[j+len(w.prefix):])
 			w.wg.Add(1)
 			go w.handle(rest) // never block the console
 		}
-	}
+		return nil
+	})
 	if len(w.buf) > 1<<20 { // a megabyte without a newline: not a request
 		w.buf = w.buf[:0]
 	}
