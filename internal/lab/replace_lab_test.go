@@ -5,6 +5,7 @@ package lab
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -29,9 +30,10 @@ import (
 // at 4 MiB/s, seen below 100 % after the kill) and run again.
 // Boot 2 without HDD2 (case c): HDD3's image blanked on the host is the new
 // disk; the tables are read while the rebuild runs;
-// tbhost is killed once its integrity re-initialisation wait started
-// (the kernel's re-initialisation of 236 MiB is then usually complete) and
-// run again.
+// tbhost is killed once its integrity re-initialisation wait started, with
+// every disk's reads capped by the host from then on so that the
+// re-initialisation is seen still running after the kill, and run again
+// (the cap lifted once the rerun waits).
 // After each replace: every byte (sha256 -c), integrity verify-tables, one
 // image on the new disk, integrity on all 6, lvm status --plan UPDATED exits
 // 0, and monitor check under an O_DIRECT read load of the LV exits 0 having
@@ -171,30 +173,60 @@ lvs --noheadings -o sync_percent,raid_sync_action vg-hdd/tables > $LAB_OUT/sync-
 (cd /srv/syzygy && sha256sum -c $SUMS) > $LAB_OUT/early-sums.txt 2>&1; echo $? > $LAB_OUT/early-sums.rc
 lvs --noheadings -o sync_percent,raid_sync_action vg-hdd/tables > $LAB_OUT/sync-after-read.txt
 lab_run lvchange --maxrecoveryrate 0 vg-hdd/tables
-# a read load slows the re-initialisation (236 MiB take seconds); tbhost
-# is killed the moment its state file says the integrity wait started.
-# The re-initialisation is usually over by then (lowestSync is logged, not
-# asserted): a read cap from the host (lab_throttle, 2 MiB/s per member,
-# from the end of the rebuild) was tried in three runs, with and without
-# this load and with queue depth 1 + mq-deadline in the guest; each time
-# vgreduce + lvconvert --raidintegrity y took 122-132 s under the cap and
-# the re-initialisation ended inside it (docs/lvm.md).
+# The re-initialisation of 236 MiB takes seconds, so the host caps every
+# disk's reads at 3 MiB/s (lab_throttle) the moment tbhost's state file
+# says lvconvert --raidintegrity y returned, and tbhost is killed once its
+# integrity wait started (dmsetup's recalculation sector is logged at each
+# point). Under the cap every lvm command waits behind the
+# recalculation's queued reads, tbhost's look between the two steps
+# (inventory, lvs, pvs, vgs) included: the kill lands at 70-95 %, and the
+# status commands and the rerun may find it finished (logged, not held).
+# The cap is lifted once the rerun prints its wait. (A cap from the end
+# of the rebuild made vgreduce + lvconvert themselves last about the
+# whole re-initialisation: docs/lvm.md.)
+CAPS="hdd1 hdd3 hdd4 hdd5 hdd6 hdd7 hdd8 hdd9 hdd10 hdd11"
 (while :; do dd if=/dev/vg-hdd/tables of=/dev/null bs=1M iflag=direct 2>/dev/null || exit; done) &
 lp=$!
 i=0
-while ! grep -A1 '"kind": "wait-integrity"' /tmp/rs/replace-vg-hdd-tables.json 2>/dev/null | grep -q '"status": "started"'; do
+: > $LAB_OUT/timeline.txt
+step_is() { grep -A1 "\"kind\": \"$1\"" /tmp/rs/replace-vg-hdd-tables.json 2>/dev/null | grep -q "\"status\": \"$2\""; }
+recalc() { dmsetup status 2>/dev/null | grep -E '_rimage_[0-9]+: .* integrity ' | tr '\n' ' '; }
+while ! step_is integrity-on done; do
+  sleep 0.05; i=$((i+1)); [ $i -ge 12000 ] && { echo "integrity-on not seen done" > $LAB_OUT/no-integrity-progress; break; }
+done
+echo "$(cut -d' ' -f1 /proc/uptime) lvconvert --raidintegrity y returned; $(recalc)" >> $LAB_OUT/timeline.txt
+lab_throttle 3145728 $CAPS > $LAB_OUT/cap.txt 2>&1; echo $? > $LAB_OUT/cap.rc
+echo "$(cut -d' ' -f1 /proc/uptime) capped; $(recalc)" >> $LAB_OUT/timeline.txt
+i=0
+while ! step_is wait-integrity started; do
   sleep 0.2; i=$((i+1)); [ $i -ge 3000 ] && { echo "integrity wait not seen" > $LAB_OUT/no-integrity-progress; break; }
 done
+echo "$(cut -d' ' -f1 /proc/uptime) wait-integrity started; $(recalc)" >> $LAB_OUT/timeline.txt
 kill -9 $pid && echo killed > $LAB_OUT/killed
 wait $pid 2>/dev/null
+dmsetup status > $LAB_OUT/dmsetup-at-kill.txt 2>&1
 lvs -a --noheadings -o lv_name,sync_percent vg-hdd > $LAB_OUT/sync-at-kill.txt
+echo "$(cut -d' ' -f1 /proc/uptime) lvs after the kill" >> $LAB_OUT/timeline.txt
 cp /tmp/rs/replace-vg-hdd-tables.json $LAB_OUT/state-at-kill.json
 tbhost lvm status > $LAB_OUT/status-reinit.txt 2>&1; echo $? > $LAB_OUT/status-reinit.rc
-tbhost integrity status vg-hdd/tables > $LAB_OUT/integrity-reinit.txt 2>&1; echo $? > $LAB_OUT/integrity-reinit.rc
+tbhost integrity status --json vg-hdd/tables > $LAB_OUT/integrity-reinit.txt 2>&1; echo $? > $LAB_OUT/integrity-reinit.rc
 tbhost monitor check --for 4s --interval 2s vg-hdd/tables > $LAB_OUT/monitor-reinit.txt 2>&1; echo $? > $LAB_OUT/monitor-reinit.rc
+echo "$(cut -d' ' -f1 /proc/uptime) status commands" >> $LAB_OUT/timeline.txt
 lvs -a --noheadings -o lv_name,sync_percent vg-hdd > $LAB_OUT/sync-before-rerun.txt
 kill $lp 2>/dev/null; killall dd 2>/dev/null; wait $lp 2>/dev/null
-tbhost lvm replace $A > $LAB_OUT/replace2.txt 2>&1; echo $? > $LAB_OUT/replace2.rc
+tbhost lvm replace $A > $LAB_OUT/replace2.txt 2>&1 &
+pid=$!
+i=0
+while ! grep -q 'wait-integrity: ' $LAB_OUT/replace2.txt; do
+  kill -0 $pid 2>/dev/null || { echo "the rerun ended without an integrity wait" > $LAB_OUT/no-rerun-wait; break; }
+  sleep 0.5; i=$((i+1)); [ $i -ge 1200 ] && { echo "the rerun printed no integrity wait in 600 s" > $LAB_OUT/no-rerun-wait; break; }
+done
+echo "$(cut -d' ' -f1 /proc/uptime) rerun waits" >> $LAB_OUT/timeline.txt
+lvs -a --noheadings -o lv_name,sync_percent vg-hdd > $LAB_OUT/sync-rerun-waits.txt
+lab_throttle 0 $CAPS > $LAB_OUT/lift.txt 2>&1; echo $? > $LAB_OUT/lift.rc
+echo "$(cut -d' ' -f1 /proc/uptime) lifted" >> $LAB_OUT/timeline.txt
+wait $pid; echo $? > $LAB_OUT/replace2.rc
+echo "$(cut -d' ' -f1 /proc/uptime) rerun done" >> $LAB_OUT/timeline.txt
 cat $LAB_OUT/replace1.txt $LAB_OUT/replace2.txt
 umount /srv/syzygy; echo 3 > /proc/sys/vm/drop_caches
 check_array $LAB_OUT/plan-c.yaml
@@ -236,7 +268,8 @@ func TestLVMReplace(t *testing.T) {
 	}
 	l := &Lab{Base: shared.base}
 	// TBHOST_LAB_REPLACE_PHASE=c with TBHOST_LAB_KEEP=DIR: boot 2 only, on
-	// the images and the serial log boot 1 left in DIR
+	// the images (copied to DIR/after-boot1 after boot 1) and the serial
+	// log boot 1 left in DIR; repeatable, as boot 2 changes only the copies
 	phaseC := os.Getenv("TBHOST_LAB_REPLACE_PHASE") == "c"
 	var res map[string]StepResult
 	if phaseC {
@@ -249,6 +282,9 @@ func TestLVMReplace(t *testing.T) {
 			t.Fatal("no output markers in boot 1's serial log")
 		}
 		res = splitSteps(replaceBoot1, parseSerial(logb, string(m[1])).Outputs)
+		if err := copyImages(filepath.Join(work, "after-boot1"), work, disks); err != nil {
+			t.Fatalf("restore boot 1's images: %v", err)
+		}
 	} else {
 		for i := range disks {
 			p := disks[i].Image
@@ -275,6 +311,11 @@ func TestLVMReplace(t *testing.T) {
 		checkReplaceBoot1(t, res)
 		if t.Failed() {
 			return
+		}
+		if os.Getenv("TBHOST_LAB_KEEP") != "" {
+			if err := copyImages(work, filepath.Join(work, "after-boot1"), disks); err != nil {
+				t.Fatalf("keep boot 1's images: %v", err)
+			}
 		}
 	}
 	b := res["case-b"]
@@ -318,16 +359,37 @@ func TestLVMReplace(t *testing.T) {
 		t.Errorf("case c: the rebuild had finished before the read ended (sync %s): not proven readable during the rebuild", before)
 	}
 	t.Logf("case c: every file read back while the rebuild ran (sync before/after the read: %s / %s)", o2("sync-before-read.txt"), before)
-	// not held to "still running": on 236 MiB the re-initialisation is
-	// usually complete when lvconvert returns (see the script)
-	checkKilledInWait(t, "case c", cc, "wait-integrity", false)
-	if low, err := lowestSync(o2("sync-before-rerun.txt")); err != nil || low >= 100 {
-		t.Logf("case c: the re-initialisation had finished before the rerun (%v, %v): the rerun resumed nothing", low, err)
+	t.Logf("case c: timeline (guest uptime, s):\n%s\ncap: exit %s %s; lift: exit %s %s", o2("timeline.txt"), o2("cap.rc"), o2("cap.txt"), o2("lift.rc"), o2("lift.txt"))
+	if o2("cap.rc") != "0" || o2("lift.rc") != "0" {
+		t.Errorf("case c: lab_throttle cap exit %s (%s), lift exit %s (%s)", o2("cap.rc"), o2("cap.txt"), o2("lift.rc"), o2("lift.txt"))
+	}
+	checkKilledInWait(t, "case c", cc, "wait-integrity", true)
+	if b, ok := cc.Outputs["no-rerun-wait"]; ok {
+		t.Errorf("case c: %s:\n%s", strings.TrimSpace(string(b)), o2("replace2.txt"))
+	}
+	if low, err := lowestSync(o2("sync-rerun-waits.txt")); err != nil || low >= 100 {
+		t.Logf("case c: the re-initialisation had finished when the rerun began its wait (%v, %v): the rerun resumed nothing", low, err)
 	} else {
-		t.Logf("case c: the rerun resumes a re-initialisation at %.2f%%", low)
+		t.Logf("case c: the rerun resumed a re-initialisation still running at %.2f%%", low)
 	}
 	t.Logf("case c: right after the kill in the re-initialisation: lvm status (exit %s):\n%s\nintegrity status (exit %s):\n%s\nmonitor check (exit %s):\n%s",
 		o2("status-reinit.rc"), o2("status-reinit.txt"), o2("integrity-reinit.rc"), o2("integrity-reinit.txt"), o2("monitor-reinit.rc"), o2("monitor-reinit.txt"))
+	// what the three say while the re-initialisation runs: held when it was
+	// still running after them (sync-before-rerun), logged otherwise
+	if low, err := lowestSync(o2("sync-before-rerun.txt")); err != nil || low >= 100 {
+		t.Logf("case c: the re-initialisation ended during the status commands (%v, %v): their advice is logged, not held", low, err)
+	} else {
+		if o := o2("status-reinit.txt"); o2("status-reinit.rc") != "0" || !strings.Contains(o, "re-initialising") || !strings.Contains(o, "ETA") {
+			t.Errorf("case c: lvm status during the re-initialisation (exit %s): want exit 0 with its progress and ETA:\n%s", o2("status-reinit.rc"), o)
+		}
+		if o := o2("integrity-reinit.txt"); o2("integrity-reinit.rc") != "0" || !strings.Contains(o, "re-initialising") {
+			t.Errorf("case c: integrity status --json during the re-initialisation (exit %s): want exit 0 with its progress:\n%s", o2("integrity-reinit.rc"), o)
+		}
+		if rc := o2("monitor-reinit.rc"); rc != "1" {
+			t.Errorf("case c: monitor check during the re-initialisation: exit %s, want 1 (WARNING, not CRITICAL):\n%s", rc, o2("monitor-reinit.txt"))
+		}
+		t.Logf("case c: lvm status, integrity status and monitor check ran while the re-initialisation ran (still at %.2f%% after them)", low)
+	}
 	if rc := o2("replace2.rc"); rc != "0" {
 		t.Errorf("case c rerun after SIGKILL: exit %s:\n%s", rc, o2("replace2.txt"))
 	}
@@ -497,4 +559,20 @@ func checkReplaced(t *testing.T, what string, r StepResult, newDev string) {
 		t.Errorf("%s: %d images, %d on the new disk %s; want 6 and 1:\n%s", what, len(a.Images), onNew, newDev, o("lvs.txt"))
 	}
 	t.Logf("%s: verified; lvs -a after:\n%s", what, o("lvs.txt"))
+}
+
+// copyImages copies each disk's image from dir src to dir dst (sparse:
+// cp --sparse=always), for TBHOST_LAB_REPLACE_PHASE=c.
+func copyImages(src, dst string, disks []Disk) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	for _, d := range disks {
+		name := d.Name + ".img"
+		cp := execx.Exec{}
+		if _, err := cp.Run(context.Background(), "cp", "--sparse=always", filepath.Join(src, name), filepath.Join(dst, name)); err != nil {
+			return fmt.Errorf("copy %s: %w", name, err)
+		}
+	}
+	return nil
 }
