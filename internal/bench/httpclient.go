@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"sync"
@@ -25,8 +26,13 @@ import (
 // target, the bottleneck on a small machine (see BenchmarkRatioReplayVsWrk).
 type leanClient struct {
 	scheme, addr, host string
-	timeout            time.Duration
-	tlsConf            *tls.Config
+	// ip is addr when it is an IP literal (127.0.0.1:9090): dialled
+	// without the resolver's parsing and allocations, which a server that
+	// closes every connection costs on every request. A host name is
+	// resolved on every dial, as net/http does.
+	ip      netip.AddrPort
+	timeout time.Duration
+	tlsConf *tls.Config
 
 	mu     sync.Mutex
 	conns  []*leanConn // by client
@@ -75,6 +81,9 @@ func newLeanClient(base *url.URL, clients int, timeout time.Duration) *leanClien
 		}
 	}
 	lc := &leanClient{scheme: base.Scheme, addr: addr, host: base.Host, timeout: timeout, conns: make([]*leanConn, clients), bufs: make([]leanBufs, clients)}
+	if ap, err := netip.ParseAddrPort(addr); err == nil {
+		lc.ip = ap
+	}
 	if base.Scheme == "https" {
 		lc.tlsConf = &tls.Config{ServerName: base.Hostname()}
 	}
@@ -110,7 +119,13 @@ func (lc *leanClient) dial(ctx context.Context, client int) (*leanConn, error) {
 	// No TCP keep-alive probes: a benchmark connection is never idle for
 	// long, and the probes' setsockopt calls cost a little on every dial.
 	d := net.Dialer{Timeout: lc.timeout, KeepAlive: -1}
-	c, err := d.DialContext(ctx, "tcp", lc.addr)
+	var c net.Conn
+	var err error
+	if lc.ip.IsValid() {
+		c, err = d.DialTCP(ctx, "tcp", netip.AddrPort{}, lc.ip)
+	} else {
+		c, err = d.DialContext(ctx, "tcp", lc.addr)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -88,3 +88,30 @@ func TestLeanClientAgainstNetHTTP(t *testing.T) {
 		t.Fatalf("abort: %+v after %s", out, time.Since(start))
 	}
 }
+
+// An IP-literal target is dialled without the resolver; a host name
+// (localhost) still resolves; both send the URL's host as Host.
+func TestLeanClientDialsIPLiteralAndHostName(t *testing.T) {
+	hosts := make(chan string, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hosts <- r.Host
+		w.Write([]byte("{}"))
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	for _, base := range []string{srv.URL, "http://localhost:" + u.Port()} {
+		bu, _ := url.Parse(base)
+		lc := newLeanClient(bu, 1, 2*time.Second)
+		if literal := strings.HasPrefix(base, "http://127."); lc.ip.IsValid() != literal {
+			t.Errorf("%s: dialled as an IP literal %v, want %v", base, lc.ip.IsValid(), literal)
+		}
+		out := lc.get(context.Background(), 0, "/standard")
+		lc.close()
+		if out.Err != nil || out.Status != 200 {
+			t.Fatalf("%s: %+v", base, out)
+		}
+		if h := <-hosts; h != bu.Host {
+			t.Errorf("%s: Host %q, want %q", base, h, bu.Host)
+		}
+	}
+}
