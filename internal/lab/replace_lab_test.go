@@ -52,11 +52,13 @@ check_array() { # PLAN: bytes, tables, status, lvs into $LAB_OUT
   pvs > $LAB_OUT/pvs.txt 2>&1
   cat $LAB_OUT/status.txt
 }
+# load_start / load_stop: an O_DIRECT read of the whole LV, over and over
+load_start() { (while :; do dd if=/dev/vg-hdd/tables of=/dev/null bs=1M iflag=direct 2>/dev/null || exit; done) & lp=$!; }
+load_stop() { kill $lp 2>/dev/null; killall dd 2>/dev/null; wait $lp 2>/dev/null; }
 monitor_under_load() { # NAME
-  (while :; do dd if=/dev/vg-hdd/tables of=/dev/null bs=1M iflag=direct 2>/dev/null || exit; done) &
-  lp=$!; sleep 2
+  load_start; sleep 2
   tbhost monitor check --for 10s --interval 5s vg-hdd/tables > $LAB_OUT/$1.txt 2>&1; echo $? > $LAB_OUT/$1.rc
-  kill $lp 2>/dev/null; killall dd 2>/dev/null; wait $lp 2>/dev/null
+  load_stop
   cat $LAB_OUT/$1.txt
 }
 wait_for() { # FILE PATTERN SECONDS
@@ -107,10 +109,9 @@ echo $new > $LAB_OUT/new.dev
 # wait (set while every PV is there: with one missing lvchange fails)
 lab_run lvchange --maxrecoveryrate 4096 vg-hdd/tables
 victim=$(lab_dev HDD3); echo $victim > $LAB_OUT/victim.dev
-(while :; do dd if=/dev/vg-hdd/tables of=/dev/null bs=1M iflag=direct 2>/dev/null || exit; done) &
-lp=$!; sleep 2
+load_start; sleep 2
 echo 1 > /sys/block/${victim#/dev/}/device/delete; sleep 5
-kill $lp 2>/dev/null; killall dd 2>/dev/null; wait $lp 2>/dev/null
+load_stop
 lvs -a -o lv_name,lv_attr,lv_health_status,devices vg-hdd > $LAB_OUT/lvs-degraded.txt 2>&1
 tbhost lvm status > $LAB_OUT/status-degraded.txt 2>&1; echo $? > $LAB_OUT/status-degraded.rc
 tbhost lvm replace --dry-run vg-hdd/tables --old missing --new $new > $LAB_OUT/dry-run-b.txt 2>&1
@@ -184,7 +185,8 @@ lab_run lvchange --maxrecoveryrate 0 vg-hdd/tables
 # disk, 64 KiB requests and mq-deadline with a 50 ms read expiry let the
 # small lvm reads past: the look takes ~13 s, the kill lands at ~27 %, the
 # status commands and the rerun's wait see it still running. The cap is
-# lifted once the rerun prints its wait.
+# lifted once the rerun prints its wait; the short queues stay for the rest
+# of this boot (the playbook's case b runs with them).
 CAPS="hdd1 hdd3 hdd4 hdd5 hdd6 hdd7 hdd8 hdd9 hdd10 hdd11"
 for q in /sys/block/sd*; do
   echo 1 > $q/device/queue_depth 2>/dev/null; echo 64 > $q/queue/max_sectors_kb 2>/dev/null
@@ -192,35 +194,34 @@ for q in /sys/block/sd*; do
   echo 50 > $q/queue/iosched/read_expire 2>/dev/null; echo 1 > $q/queue/iosched/fifo_batch 2>/dev/null
   echo "${q##*/} qd $(cat $q/device/queue_depth) max $(cat $q/queue/max_sectors_kb) $(cat $q/queue/scheduler) expire $(cat $q/queue/iosched/read_expire 2>/dev/null)" >> $LAB_OUT/queues.txt
 done
-(while :; do dd if=/dev/vg-hdd/tables of=/dev/null bs=1M iflag=direct 2>/dev/null || exit; done) &
-lp=$!
-i=0
+load_start
 : > $LAB_OUT/timeline.txt
 step_is() { grep -A1 "\"kind\": \"$1\"" /tmp/rs/replace-vg-hdd-tables.json 2>/dev/null | grep -q "\"status\": \"$2\""; }
 recalc() { dmsetup status 2>/dev/null | grep -E '_rimage_[0-9]+: .* integrity ' | tr '\n' ' '; }
+mark() { echo "$(cut -d' ' -f1 /proc/uptime) $*" >> $LAB_OUT/timeline.txt; } # guest uptime, what happened
+i=0
 while ! step_is integrity-on done; do
   sleep 0.05; i=$((i+1)); [ $i -ge 12000 ] && { echo "integrity-on not seen done" > $LAB_OUT/no-integrity-progress; break; }
 done
-echo "$(cut -d' ' -f1 /proc/uptime) lvconvert --raidintegrity y returned; $(recalc)" >> $LAB_OUT/timeline.txt
+mark "lvconvert --raidintegrity y returned; $(recalc)"
 lab_throttle 3145728 $CAPS > $LAB_OUT/cap.txt 2>&1; echo $? > $LAB_OUT/cap.rc
-echo "$(cut -d' ' -f1 /proc/uptime) capped; $(recalc)" >> $LAB_OUT/timeline.txt
+mark "capped; $(recalc)"
 i=0
 while ! step_is wait-integrity started; do
   sleep 0.2; i=$((i+1)); [ $i -ge 3000 ] && { echo "integrity wait not seen" > $LAB_OUT/no-integrity-progress; break; }
 done
-echo "$(cut -d' ' -f1 /proc/uptime) wait-integrity started; $(recalc)" >> $LAB_OUT/timeline.txt
+mark "wait-integrity started; $(recalc)"
 kill -9 $pid && echo killed > $LAB_OUT/killed
 wait $pid 2>/dev/null
-dmsetup status > $LAB_OUT/dmsetup-at-kill.txt 2>&1
 lvs -a --noheadings -o lv_name,sync_percent vg-hdd > $LAB_OUT/sync-at-kill.txt
-echo "$(cut -d' ' -f1 /proc/uptime) lvs after the kill" >> $LAB_OUT/timeline.txt
+mark "lvs after the kill"
 cp /tmp/rs/replace-vg-hdd-tables.json $LAB_OUT/state-at-kill.json
 tbhost lvm status > $LAB_OUT/status-reinit.txt 2>&1; echo $? > $LAB_OUT/status-reinit.rc
 tbhost integrity status --json vg-hdd/tables > $LAB_OUT/integrity-reinit.txt 2>&1; echo $? > $LAB_OUT/integrity-reinit.rc
 tbhost monitor check --for 4s --interval 2s vg-hdd/tables > $LAB_OUT/monitor-reinit.txt 2>&1; echo $? > $LAB_OUT/monitor-reinit.rc
-echo "$(cut -d' ' -f1 /proc/uptime) status commands" >> $LAB_OUT/timeline.txt
+mark "status commands"
 lvs -a --noheadings -o lv_name,sync_percent vg-hdd > $LAB_OUT/sync-before-rerun.txt
-kill $lp 2>/dev/null; killall dd 2>/dev/null; wait $lp 2>/dev/null
+load_stop
 tbhost lvm replace $A > $LAB_OUT/replace2.txt 2>&1 &
 pid=$!
 i=0
@@ -228,12 +229,12 @@ while ! grep -q 'wait-integrity: ' $LAB_OUT/replace2.txt; do
   kill -0 $pid 2>/dev/null || { echo "the rerun ended without an integrity wait" > $LAB_OUT/no-rerun-wait; break; }
   sleep 0.5; i=$((i+1)); [ $i -ge 1200 ] && { echo "the rerun printed no integrity wait in 600 s" > $LAB_OUT/no-rerun-wait; break; }
 done
-echo "$(cut -d' ' -f1 /proc/uptime) rerun waits" >> $LAB_OUT/timeline.txt
+mark "rerun waits"
 lvs -a --noheadings -o lv_name,sync_percent vg-hdd > $LAB_OUT/sync-rerun-waits.txt
 lab_throttle 0 $CAPS > $LAB_OUT/lift.txt 2>&1; echo $? > $LAB_OUT/lift.rc
-echo "$(cut -d' ' -f1 /proc/uptime) lifted" >> $LAB_OUT/timeline.txt
+mark "lifted"
 wait $pid; echo $? > $LAB_OUT/replace2.rc
-echo "$(cut -d' ' -f1 /proc/uptime) rerun done" >> $LAB_OUT/timeline.txt
+mark "rerun done"
 cat $LAB_OUT/replace1.txt $LAB_OUT/replace2.txt
 umount /srv/syzygy; echo 3 > /proc/sys/vm/drop_caches
 check_array $LAB_OUT/plan-c.yaml
@@ -289,7 +290,7 @@ func TestLVMReplace(t *testing.T) {
 			t.Fatal("no output markers in boot 1's serial log")
 		}
 		res = splitSteps(replaceBoot1, parseSerial(logb, string(m[1])).Outputs)
-		if err := copyImages(filepath.Join(work, "after-boot1"), work, disks); err != nil {
+		if err := copyImages(t.Context(), filepath.Join(work, "after-boot1"), work, disks); err != nil {
 			t.Fatalf("restore boot 1's images: %v", err)
 		}
 	} else {
@@ -320,7 +321,7 @@ func TestLVMReplace(t *testing.T) {
 			return
 		}
 		if os.Getenv("TBHOST_LAB_KEEP") != "" {
-			if err := copyImages(work, filepath.Join(work, "after-boot1"), disks); err != nil {
+			if err := copyImages(t.Context(), work, filepath.Join(work, "after-boot1"), disks); err != nil {
 				t.Fatalf("keep boot 1's images: %v", err)
 			}
 		}
@@ -574,14 +575,14 @@ func checkReplaced(t *testing.T, what string, r StepResult, newDev string) {
 
 // copyImages copies each disk's image from dir src to dir dst (sparse:
 // cp --sparse=always), for TBHOST_LAB_REPLACE_PHASE=c.
-func copyImages(src, dst string, disks []Disk) error {
+func copyImages(ctx context.Context, src, dst string, disks []Disk) error {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return err
 	}
+	var x execx.Exec
 	for _, d := range disks {
 		name := d.Name + ".img"
-		cp := execx.Exec{}
-		if _, err := cp.Run(context.Background(), "cp", "--sparse=always", filepath.Join(src, name), filepath.Join(dst, name)); err != nil {
+		if _, err := x.Run(ctx, "cp", "--sparse=always", filepath.Join(src, name), filepath.Join(dst, name)); err != nil {
 			return fmt.Errorf("copy %s: %w", name, err)
 		}
 	}
