@@ -526,6 +526,20 @@ type replaceHarness struct {
 	out   strings.Builder
 	state string
 	asked []string
+	// looks: one entry per inventory read, whether it asked for signatures
+	looks []bool
+}
+
+// probedLooks is how many of the inventory reads since look number from
+// asked for signatures.
+func (h *replaceHarness) probedLooks(from int) int {
+	n := 0
+	for _, sig := range h.looks[from:] {
+		if sig {
+			n++
+		}
+	}
+	return n
 }
 
 func newReplaceHarness(t *testing.T, captureName string, newDisk *blockdev.Device) *replaceHarness {
@@ -537,11 +551,14 @@ func newReplaceHarness(t *testing.T, captureName string, newDisk *blockdev.Devic
 
 func (h *replaceHarness) replacer() Replacer {
 	return Replacer{
-		Runner:    h.fake,
-		Inventory: func(context.Context) (*blockdev.Inventory, error) { return h.inv, nil },
-		Out:       &h.out,
-		Sleep:     func(ctx context.Context, d time.Duration) error { return ctx.Err() },
-		Uptime:    func() (time.Duration, error) { return 80 * time.Second, nil },
+		Runner: h.fake,
+		Inventory: func(_ context.Context, signatures bool) (*blockdev.Inventory, error) {
+			h.looks = append(h.looks, signatures)
+			return h.inv, nil
+		},
+		Out:    &h.out,
+		Sleep:  func(ctx context.Context, d time.Duration) error { return ctx.Err() },
+		Uptime: func() (time.Duration, error) { return 80 * time.Second, nil },
 		Confirm: func(q, want string) error {
 			h.asked = append(h.asked, q)
 			return errors.New("declined")
@@ -589,11 +606,20 @@ func TestReplaceRunsEachCaseToAVerifiedArray(t *testing.T) {
 			if !strings.Contains(h.out.String(), "ETA") {
 				t.Errorf("no progress with an ETA:\n%s", h.out.String())
 			}
+			// signatures are read once, for the new disk's guard; the looks
+			// between the steps and before the verification add no reads
+			// to the array's disks
+			if len(h.looks) < 3 || !h.looks[0] || h.probedLooks(1) != 0 {
+				t.Errorf("inventory reads asking for signatures: %v, want only the first", h.looks)
+			}
 			// a second run finds it done and runs nothing that writes
-			before := len(h.fake.writes())
+			before, looks := len(h.fake.writes()), len(h.looks)
 			rep2, err := h.replacer().Replace(t.Context(), h.opts(tc.old))
 			if err != nil || !rep2.Verified || len(h.fake.writes()) != before {
 				t.Errorf("rerun after success: %v, verified %v, writes %q", err, rep2.Verified, h.fake.writes()[before:])
+			}
+			if h.probedLooks(looks) != 0 {
+				t.Errorf("the rerun of a finished replacement read signatures: %v", h.looks[looks:])
 			}
 		})
 	}
@@ -723,9 +749,13 @@ func TestReplaceKilledAtEveryStepConverges(t *testing.T) {
 			}
 			h.fake.killAt = ""
 			h.fake.syncPolls = 3
+			looks := len(h.looks)
 			rep, err := h.replacer().Replace(t.Context(), h.opts(OldMissing))
 			if err != nil || !rep.Verified || !rep.Resumed {
 				t.Fatalf("rerun: %v (verified %v, resumed %v)\n%s", err, rep.Verified, rep.Resumed, h.out.String())
+			}
+			if h.probedLooks(looks) != 0 {
+				t.Errorf("the resumed run read signatures: %v", h.looks[looks:])
 			}
 			w := h.fake.writes()
 			if len(w) != 7 {

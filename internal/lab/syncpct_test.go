@@ -73,3 +73,57 @@ func TestLowestSync(t *testing.T) {
 		}
 	}
 }
+
+// integrityRecalc reads `dmsetup status` lines of dm-integrity targets
+// ("NAME: START LEN integrity MISMATCHES PROVIDED RECALC", the kernel's
+// dm-integrity.rst: RECALC is the recalculation's position in sectors, "-"
+// when there is none) and returns how many images are still being
+// re-initialised (RECALC below PROVIDED) and the lowest progress among them
+// in percent (100 when none is). An error when no integrity line is there.
+func integrityRecalc(status string) (running int, lowest float64, err error) {
+	lowest, n := 100.0, 0
+	for _, line := range strings.Split(strings.TrimSpace(status), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 7 || f[3] != "integrity" {
+			continue
+		}
+		n++
+		if f[6] == "-" {
+			continue
+		}
+		provided, err1 := strconv.ParseInt(f[5], 10, 64)
+		at, err2 := strconv.ParseInt(f[6], 10, 64)
+		if err1 != nil || err2 != nil || provided <= 0 {
+			return 0, 0, fmt.Errorf("integrity status %q: provided sectors %q, recalculation at %q", line, f[5], f[6])
+		}
+		if at < provided {
+			running++
+			lowest = min(lowest, 100*float64(at)/float64(provided))
+		}
+	}
+	if n == 0 {
+		return 0, 0, fmt.Errorf("no dm-integrity status line in %q", status)
+	}
+	return running, lowest, nil
+}
+
+func TestIntegrityRecalc(t *testing.T) {
+	for _, c := range []struct {
+		in      string
+		running int
+		lowest  float64
+		ok      bool
+	}{
+		{"vg--hdd-tables_rimage_0: 0 483328 integrity 0 483328 120832\nvg--hdd-tables_rimage_1: 0 483328 integrity 0 483328 483328\n" +
+			"vg--hdd-tables_rimage_2: 0 483328 integrity 0 483328 241664\nvg--hdd-tables_rmeta_0: 0 8192 linear\n", 2, 25, true},
+		{"vg--hdd-tables_rimage_0: 0 483328 integrity 0 483328 -\nvg--hdd-tables_rimage_1: 0 483328 integrity 0 483328 483328\n", 0, 100, true},
+		{"vg--hdd-tables_rmeta_0: 0 8192 linear\n", 0, 0, false},
+		{"", 0, 0, false},
+		{"vg--hdd-tables_rimage_0: 0 483328 integrity 0 x 12\n", 0, 0, false},
+	} {
+		running, lowest, err := integrityRecalc(c.in)
+		if (err == nil) != c.ok || (c.ok && (running != c.running || lowest != c.lowest)) {
+			t.Errorf("integrityRecalc(%q) = %d, %v, %v; want %d, %v (ok %v)", c.in, running, lowest, err, c.running, c.lowest, c.ok)
+		}
+	}
+}

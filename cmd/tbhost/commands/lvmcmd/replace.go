@@ -121,8 +121,10 @@ EXAMPLES:
 			}
 			r := lvm.Replacer{
 				Runner: g.Runner,
-				Inventory: func(ctx context.Context) (*blockdev.Inventory, error) {
-					return blockdev.Read(ctx, lvm.InventoryOptions(g.Root, g.Runner))
+				Inventory: func(ctx context.Context, signatures bool) (*blockdev.Inventory, error) {
+					o := lvm.InventoryOptions(g.Root, g.Runner)
+					o.Probe = o.Probe && signatures
+					return blockdev.Read(ctx, o)
 				},
 				Out:    out,
 				Uptime: func() (time.Duration, error) { return readUptime(g.Path("/proc/uptime")) },
