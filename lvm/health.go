@@ -530,12 +530,22 @@ func (h ArrayHealth) Degraded() (Finding, bool) {
 // Sync returns the array's sync-state finding, if a sync is not complete.
 func (h ArrayHealth) Sync() (Finding, bool) {
 	for _, f := range h.Findings {
-		switch f.Code {
-		case CodeSyncInProgress, CodeRebuilding, CodeCheckInProgress, CodeNotSynced, CodeIntegrityReinit:
+		if ProgressCode(f.Code) {
 			return f, true
 		}
 	}
 	return Finding{}, false
+}
+
+// ProgressCode reports whether a finding with code c says how far a sync,
+// rebuild, check or integrity re-initialisation has come: its text changes
+// as the work advances, so two looks give two texts of one finding.
+func ProgressCode(c Code) bool {
+	switch c {
+	case CodeSyncInProgress, CodeRebuilding, CodeCheckInProgress, CodeNotSynced, CodeIntegrityReinit:
+		return true
+	}
+	return false
 }
 
 // Worst is the most serious severity among the findings (OK when none).

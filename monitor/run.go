@@ -147,7 +147,9 @@ func Check(ctx context.Context, e Env, o CheckOptions) (Report, error) {
 // what a second look at its end found gone: a member whose disk is no
 // longer among the array's present members is marked missing, and the end's
 // health findings the start did not have (a missing PV, a partial LV) are
-// added. The samples of the window stay the start's.
+// added; a progress finding (lvm.ProgressCode: rebuild, re-initialisation,
+// sync) the start had is replaced by the end's, so a check says the latest
+// percent once instead of both. The samples of the window stay the start's.
 func WithVanished(start, end []Array) []Array {
 	byName := map[string]Array{}
 	for _, a := range end {
@@ -180,10 +182,20 @@ func WithVanished(start, end []Array) []Array {
 		for _, p := range out[i].Problems {
 			seen[string(p.Code)+"\x00"+p.Text] = true
 		}
+	later:
 		for _, p := range later.Problems {
-			if !seen[string(p.Code)+"\x00"+p.Text] {
-				out[i].Problems = append(out[i].Problems, p)
+			if seen[string(p.Code)+"\x00"+p.Text] {
+				continue
 			}
+			if lvm.ProgressCode(p.Code) {
+				for j := range out[i].Problems {
+					if out[i].Problems[j].Code == p.Code {
+						out[i].Problems[j] = p
+						continue later
+					}
+				}
+			}
+			out[i].Problems = append(out[i].Problems, p)
 		}
 		out[i].Degraded = out[i].Degraded || later.Degraded
 	}

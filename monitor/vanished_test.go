@@ -75,3 +75,23 @@ func mustSample(t *testing.T, text string, k int) Sample {
 	s.Time = time.Unix(1733000000+int64(5*k), 0)
 	return s
 }
+
+// A check while an integrity re-initialisation runs (lab case c) said it
+// twice, "13.56% done" from the window's start and "20.34% done" from its
+// end. The end's progress replaces the start's; other findings still add.
+func TestProgressFindingSaidOnceWithTheLatestPercent(t *testing.T) {
+	reinit := func(pct string) Problem {
+		return Problem{Severity: Warning, Code: lvm.CodeIntegrityReinit,
+			Text: "vg-hdd/tables: dm-integrity re-initialising 6 images, " + pct + "% done (skew is not judged meanwhile)"}
+	}
+	other := Problem{Severity: Warning, Code: lvm.CodePVUnused, Text: "vg-hdd/tables: 1 PV(s) of VG vg-hdd hold no image of it"}
+	start := []Array{{Name: "vg-hdd/tables", Problems: []Problem{reinit("13.56")}}}
+	end := []Array{{Name: "vg-hdd/tables", Problems: []Problem{reinit("20.34"), other}}}
+	got := WithVanished(start, end)[0].Problems
+	if len(got) != 2 || got[0] != reinit("20.34") || got[1] != other {
+		t.Fatalf("problems %+v, want the re-initialisation at 20.34%% once, then the PV finding", got)
+	}
+	if start[0].Problems[0] != reinit("13.56") {
+		t.Errorf("the start's problems were changed in place: %+v", start[0].Problems)
+	}
+}

@@ -29,11 +29,11 @@ import (
 // each with tbhost killed (SIGKILL) in the rebuild wait (the rebuild capped
 // at 4 MiB/s, seen below 100 % after the kill) and run again.
 // Boot 2 without HDD2 (case c): HDD3's image blanked on the host is the new
-// disk; the tables are read while the rebuild runs;
-// every disk's reads are capped by the host from the moment lvconvert
-// --raidintegrity y returned, so that the re-initialisation still runs when
-// tbhost is killed in its integrity wait; then run again (the cap lifted
-// once the rerun waits).
+// disk; the tables are read while the rebuild runs, then tbhost is killed
+// (SIGKILL) in its rebuild wait and run again; every disk's reads are
+// capped by the host from the moment lvconvert --raidintegrity y returned,
+// so that the re-initialisation still runs when that run is killed in its
+// integrity wait; then run again (the cap lifted once the rerun waits).
 // After each replace: every byte (sha256 -c), integrity verify-tables, one
 // image on the new disk, integrity on all 6, lvm status --plan UPDATED exits
 // 0, and monitor check under an O_DIRECT read load of the LV exits 0 having
@@ -181,7 +181,16 @@ mount -o ro /dev/vg-hdd/tables /srv/syzygy; echo $? > $LAB_OUT/early-mount.rc
 lvs --noheadings -o sync_percent,raid_sync_action vg-hdd/tables > $LAB_OUT/sync-before-read.txt
 (cd /srv/syzygy && sha256sum -c $SUMS) > $LAB_OUT/early-sums.txt 2>&1; echo $? > $LAB_OUT/early-sums.rc
 lvs --noheadings -o sync_percent,raid_sync_action vg-hdd/tables > $LAB_OUT/sync-after-read.txt
+# the rebuild is one of case c's two long steps: tbhost is killed (SIGKILL)
+# in its wait for it, the rebuild still throttled, and run again (run 1b);
+# the kill in the re-initialisation below is that second run's
+kill -9 $pid && echo killed > $LAB_OUT/rebuild-killed
+wait $pid 2>/dev/null
+lvs --noheadings -o sync_percent,raid_sync_action vg-hdd/tables > $LAB_OUT/sync-at-rebuild-kill.txt
+cp /tmp/rs/replace-vg-hdd-tables.json $LAB_OUT/state-at-rebuild-kill.json
 lab_run lvchange --maxrecoveryrate 0 vg-hdd/tables
+ionice -c 1 tbhost lvm replace $A > $LAB_OUT/replace1b.txt 2>&1 &
+pid=$!
 # The re-initialisation of 236 MiB takes seconds, so the host caps every
 # disk's reads at 3 MiB/s (lab_throttle) the moment tbhost's state file
 # says lvconvert --raidintegrity y returned (at the cap it lasts ~85 s),
@@ -253,7 +262,7 @@ lab_throttle 0 $CAPS > $LAB_OUT/lift.txt 2>&1; echo $? > $LAB_OUT/lift.rc
 mark "lifted"
 wait $pid; echo $? > $LAB_OUT/replace2.rc
 mark "rerun done"
-cat $LAB_OUT/replace1.txt $LAB_OUT/replace2.txt
+cat $LAB_OUT/replace1.txt $LAB_OUT/replace1b.txt $LAB_OUT/replace2.txt
 umount /srv/syzygy; echo 3 > /proc/sys/vm/drop_caches
 check_array $LAB_OUT/plan-c.yaml
 tbhost integrity status vg-hdd/tables > $LAB_OUT/integrity-after.txt 2>&1; echo $? > $LAB_OUT/integrity-after.rc
@@ -385,6 +394,13 @@ func TestLVMReplace(t *testing.T) {
 		t.Errorf("case c: the rebuild had finished before the read ended (sync %s): not proven readable during the rebuild", before)
 	}
 	t.Logf("case c: every file read back while the rebuild ran (sync before/after the read: %s / %s)", o2("sync-before-read.txt"), before)
+	// the first run killed in its rebuild wait (run 1b resumes it)
+	checkKilledInWait(t, "case c (rebuild)", StepResult{Outputs: map[string][]byte{
+		"killed": cc.Outputs["rebuild-killed"], "sync-at-kill.txt": cc.Outputs["sync-at-rebuild-kill.txt"],
+		"state-at-kill.json": cc.Outputs["state-at-rebuild-kill.json"]}}, "wait-rebuild", true)
+	if o := o2("replace1b.txt"); !strings.Contains(o, "wait-rebuild: ") {
+		t.Errorf("case c: the run after the kill in the rebuild did not resume the rebuild wait:\n%s", o)
+	}
 	t.Logf("case c: queues:\n%s", o2("queues.txt"))
 	t.Logf("case c: timeline (guest uptime, s):\n%s\ncap: exit %s %s; lift: exit %s %s", o2("timeline.txt"), o2("cap.rc"), o2("cap.txt"), o2("lift.rc"), o2("lift.txt"))
 	if o2("cap.rc") != "0" || o2("lift.rc") != "0" {
@@ -432,7 +448,7 @@ func TestLVMReplace(t *testing.T) {
 	if rc := o2("replace2.rc"); rc != "0" {
 		t.Errorf("case c rerun after SIGKILL: exit %s:\n%s", rc, o2("replace2.txt"))
 	}
-	if all := o2("replace1.txt") + o2("replace2.txt"); !strings.Contains(all, "offline for") {
+	if all := o2("replace1.txt") + o2("replace1b.txt") + o2("replace2.txt"); !strings.Contains(all, "offline for") {
 		t.Errorf("case c: no offline time printed:\n%s", all)
 	}
 	checkReplaced(t, "case c", cc, o2("new.dev"))
@@ -440,7 +456,7 @@ func TestLVMReplace(t *testing.T) {
 	if rc := o2("integrity-after.rc"); rc != "0" {
 		t.Errorf("case c: integrity status after: exit %s:\n%s", rc, o2("integrity-after.txt"))
 	}
-	t.Logf("case c runs:\n%s\n---\n%s", o2("replace1.txt"), o2("replace2.txt"))
+	t.Logf("case c runs:\n%s\n--- (killed in the rebuild wait)\n%s\n--- (killed in the integrity wait)\n%s", o2("replace1.txt"), o2("replace1b.txt"), o2("replace2.txt"))
 
 	pb := res2["playbook-b"]
 	t.Logf("replace-disk playbook, case b (exit %s):\n%s", strings.TrimSpace(string(pb.Outputs["playbook.rc"])), pb.Outputs["playbook.txt"])
