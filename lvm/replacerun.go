@@ -87,10 +87,9 @@ type Replacer struct {
 	// and last bytes of every disk for data signatures. Only the new disk's
 	// guard needs them, before a replacement starts: every later look
 	// (between steps, before the verification, on a resumed run) asks
-	// without, so tbhost adds no probe reads to the disks of an array that
-	// is rebuilding or re-initialising, where each would queue behind that
-	// I/O (in the lab, under a read cap, the ten probes made the look
-	// between two steps last 13 to 80 s).
+	// without, so tbhost adds no probe reads (256 KiB per disk) to the
+	// disks of an array that is rebuilding or re-initialising, where each
+	// would queue behind that I/O.
 	Inventory func(ctx context.Context, signatures bool) (*blockdev.Inventory, error)
 	// Out gets the case, the plan and one line per step; may be nil.
 	Out io.Writer

@@ -182,7 +182,7 @@ func WithVanished(start, end []Array) []Array {
 		for _, p := range out[i].Problems {
 			seen[string(p.Code)+"\x00"+p.Text] = true
 		}
-	later:
+	nextProblem:
 		for _, p := range later.Problems {
 			if seen[string(p.Code)+"\x00"+p.Text] {
 				continue
@@ -191,7 +191,7 @@ func WithVanished(start, end []Array) []Array {
 				for j := range out[i].Problems {
 					if out[i].Problems[j].Code == p.Code {
 						out[i].Problems[j] = p
-						continue later
+						continue nextProblem
 					}
 				}
 			}
