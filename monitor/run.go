@@ -179,23 +179,19 @@ func WithVanished(start, end []Array) []Array {
 			}
 		}
 		seen := map[string]bool{}
-		for _, p := range out[i].Problems {
+		progressAt := map[lvm.Code]int{} // a progress finding's index in out[i].Problems
+		for j, p := range out[i].Problems {
 			seen[string(p.Code)+"\x00"+p.Text] = true
-		}
-	nextProblem:
-		for _, p := range later.Problems {
-			if seen[string(p.Code)+"\x00"+p.Text] {
-				continue
-			}
 			if lvm.ProgressCode(p.Code) {
-				for j := range out[i].Problems {
-					if out[i].Problems[j].Code == p.Code {
-						out[i].Problems[j] = p
-						continue nextProblem
-					}
-				}
+				progressAt[p.Code] = j
 			}
-			out[i].Problems = append(out[i].Problems, p)
+		}
+		for _, p := range later.Problems {
+			if j, ok := progressAt[p.Code]; ok {
+				out[i].Problems[j] = p // the latest percent
+			} else if !seen[string(p.Code)+"\x00"+p.Text] {
+				out[i].Problems = append(out[i].Problems, p)
+			}
 		}
 		out[i].Degraded = out[i].Degraded || later.Degraded
 	}

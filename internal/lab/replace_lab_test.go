@@ -66,7 +66,8 @@ wait_for() { # FILE PATTERN SECONDS
 }
 # sums_of_disks: "NAME SHA256" of every disk, in $LAB_DISKS order; the
 # disks are hashed in parallel (the guest's two CPUs: serially this took
-# half of each refusals step)
+# half of each refusals step). Its wait waits for every background job:
+# call it when the step runs none (no load_start).
 sums_of_disks() {
   for e in $LAB_DISKS; do s=${e#*:}; s=${s%%:*}; d=$(lab_dev $s 2>/dev/null) || continue; (sha256sum < $d | cut -c1-64 > /tmp/sum.$s) & done; wait
   for e in $LAB_DISKS; do s=${e#*:}; s=${s%%:*}; [ -f /tmp/sum.$s ] && echo "$s $(cat /tmp/sum.$s)"; rm -f /tmp/sum.$s; done
@@ -246,7 +247,6 @@ ionice -c 1 tbhost integrity status --json vg-hdd/tables > $LAB_OUT/integrity-re
 ionice -c 1 tbhost monitor check --for 4s --interval 2s vg-hdd/tables > $LAB_OUT/monitor-reinit.txt 2>&1; echo $? > $LAB_OUT/monitor-reinit.rc
 dmsetup status > $LAB_OUT/dm-after-status.txt 2>&1
 mark "status commands; $(recalc)"
-ionice -c 1 lvs -a --noheadings -o lv_name,sync_percent vg-hdd > $LAB_OUT/sync-before-rerun.txt
 load_stop
 ionice -c 1 tbhost lvm replace $A > $LAB_OUT/replace2.txt 2>&1 &
 pid=$!
@@ -257,7 +257,6 @@ while ! grep -q 'wait-integrity: ' $LAB_OUT/replace2.txt; do
 done
 dmsetup status > $LAB_OUT/dm-rerun-waits.txt 2>&1
 mark "rerun waits; $(recalc)"
-ionice -c 1 lvs -a --noheadings -o lv_name,sync_percent vg-hdd > $LAB_OUT/sync-rerun-waits.txt
 lab_throttle 0 $CAPS > $LAB_OUT/lift.txt 2>&1; echo $? > $LAB_OUT/lift.rc
 mark "lifted"
 wait $pid; echo $? > $LAB_OUT/replace2.rc
