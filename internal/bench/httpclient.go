@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"sync"
@@ -26,13 +25,8 @@ import (
 // target, the bottleneck on a small machine (see BenchmarkRatioReplayVsWrk).
 type leanClient struct {
 	scheme, addr, host string
-	// ip is addr when it is an IP literal (127.0.0.1:9090): dialled
-	// without the resolver's parsing and allocations, which a server that
-	// closes every connection costs on every request. A host name is
-	// resolved on every dial, as net/http does.
-	ip      netip.AddrPort
-	timeout time.Duration
-	tlsConf *tls.Config
+	timeout            time.Duration
+	tlsConf            *tls.Config
 
 	mu     sync.Mutex
 	conns  []*leanConn // by client
@@ -81,9 +75,6 @@ func newLeanClient(base *url.URL, clients int, timeout time.Duration) *leanClien
 		}
 	}
 	lc := &leanClient{scheme: base.Scheme, addr: addr, host: base.Host, timeout: timeout, conns: make([]*leanConn, clients), bufs: make([]leanBufs, clients)}
-	if ap, err := netip.ParseAddrPort(addr); err == nil {
-		lc.ip = ap
-	}
 	if base.Scheme == "https" {
 		lc.tlsConf = &tls.Config{ServerName: base.Hostname()}
 	}
@@ -118,14 +109,18 @@ func (lc *leanClient) close() {
 func (lc *leanClient) dial(ctx context.Context, client int) (*leanConn, error) {
 	// No TCP keep-alive probes: a benchmark connection is never idle for
 	// long, and the probes' setsockopt calls cost a little on every dial.
+	//
+	// DialContext with the address string, never Dialer.DialTCP with a zero
+	// local netip.AddrPort: that becomes a non-nil local address, and the
+	// socket is bound to port 0 before it connects. bind must find a port
+	// that no socket holds, TIME_WAIT ones included, where connect may reuse
+	// a TIME_WAIT port (net.ipv4.tcp_tw_reuse): against a server that closes
+	// every connection, ~28,000 connections in a minute left each bind
+	// searching an almost exhausted port range, and the replay's rate fell to
+	// 120-480 requests/s where wrk kept 1,300 (TestDialDoesNotBind). An IP
+	// literal is parsed, not looked up.
 	d := net.Dialer{Timeout: lc.timeout, KeepAlive: -1}
-	var c net.Conn
-	var err error
-	if lc.ip.IsValid() {
-		c, err = d.DialTCP(ctx, "tcp", netip.AddrPort{}, lc.ip)
-	} else {
-		c, err = d.DialContext(ctx, "tcp", lc.addr)
-	}
+	c, err := d.DialContext(ctx, "tcp", lc.addr)
 	if err != nil {
 		return nil, err
 	}

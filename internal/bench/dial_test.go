@@ -1,0 +1,85 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+const dialHelperEnv = "TBHOST_BENCH_DIAL_HELPER_URL"
+
+// TestHelperReplayDials is not a test: run by TestDialDoesNotBind under
+// strace, it sends 20 requests through the replay's client to a server that
+// closes every connection, so it dials 20 times.
+func TestHelperReplayDials(t *testing.T) {
+	target := os.Getenv(dialHelperEnv)
+	if target == "" {
+		t.Skip("helper process for TestDialDoesNotBind")
+	}
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc := newLeanClient(u, 1, 5*time.Second)
+	defer lc.close()
+	for i := 0; i < 20; i++ {
+		if out := lc.get(context.Background(), 0, "/standard"); out.Failed() {
+			t.Fatalf("request %d: %+v", i, out)
+		}
+	}
+}
+
+// The replay's client connects without binding first. A bind to port 0
+// must find a port no socket holds, TIME_WAIT ones included, while connect
+// may reuse a TIME_WAIT port: against a server that closes every
+// connection (python3 -m http.server), Dialer.DialTCP with a zero local
+// address bound every socket, and after ~28,000 connections in a minute
+// the replay fell to 120-480 requests/s where wrk kept 1,300. Watched with
+// strace (skips without it): the 20 dials of the helper make 20 connects to
+// the server's port and no bind.
+func TestDialDoesNotBind(t *testing.T) {
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		t.Skip("strace not installed (Debian package strace; .ci/install-deps installs it); skipping the bind check")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		w.Write([]byte("{}\n"))
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	for _, target := range []string{srv.URL, "http://localhost:" + u.Port()} {
+		trace := filepath.Join(t.TempDir(), "trace")
+		cmd := exec.Command(strace, "-f", "-qq", "-e", "trace=bind,connect", "-o", trace,
+			os.Args[0], "-test.run=^TestHelperReplayDials$", "-test.count=1")
+		cmd.Env = append(os.Environ(), dialHelperEnv+"="+target)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			if strings.Contains(string(out), "ptrace") {
+				t.Skipf("strace cannot trace here: %s", out)
+			}
+			t.Fatalf("helper under strace: %v\n%s", err, out)
+		}
+		calls, err := os.ReadFile(trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		connects := regexp.MustCompile(fmt.Sprintf(`connect\(\d+, \{sa_family=AF_INET6?, sin6?_port=htons\(%s\)`, u.Port())).FindAll(calls, -1)
+		binds := regexp.MustCompile(`\bbind\(`).FindAll(calls, -1)
+		if len(connects) < 20 {
+			t.Fatalf("%s: %d connects to port %s traced, want at least 20 (one per request):\n%s", target, len(connects), u.Port(), calls)
+		}
+		if len(binds) != 0 {
+			t.Errorf("%s: %d binds for %d connects, want none (a bound socket cannot take a TIME_WAIT port):\n%s", target, len(binds), len(connects), calls)
+		}
+	}
+}
