@@ -14,7 +14,7 @@ func BenchmarkProbeRequest(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	readers, closers, _, err := set.open(ProbeConfig{IO: IOPread, Advise: AdviseNormal, Parallel: 1})
+	readers, closers, _, err := set.open(ProbeConfig{IO: IOPread, Advise: AdviseNormal, Parallel: 1}, false)
 	if err != nil {
 		b.Fatal(err)
 	}

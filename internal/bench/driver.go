@@ -185,9 +185,7 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 	if load.Rate > 0 {
 		interval = time.Duration(float64(time.Second) / load.Rate)
 	}
-	if load.Clients > MaxThreadClients {
-		load.OSThreads = false // thousands of threads and processors cost more than they measure
-	}
+	load.OSThreads = load.threaded()
 	if load.OSThreads {
 		defer osThreads(load.Clients)()
 	}
@@ -339,6 +337,13 @@ func runEnded(ctx context.Context) bool {
 // MaxThreadClients is the most clients that run as OS threads; more run
 // as goroutines.
 const MaxThreadClients = 256
+
+// threaded reports whether Drive runs l's clients as OS threads: asked
+// for, and at most MaxThreadClients of them (thousands of threads and
+// processors cost more than they measure).
+func (l Load) threaded() bool {
+	return l.OSThreads && l.Clients <= MaxThreadClients
+}
 
 // probeLoad is l as the probe harness runs it: one OS thread per client.
 func probeLoad(l Load) Load {

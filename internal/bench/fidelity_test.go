@@ -80,7 +80,7 @@ func harnessRandRead(tb testing.TB, file string, how IO, n int, cold bool) pcts 
 	rngs := make([]*mrand.Rand, fidelityClients)
 	bufs := make([][]byte, fidelityClients)
 	for i := range rngs {
-		r, cl, err := openFile(file, how, AdviseRandom)
+		r, cl, err := openFile(file, how, AdviseRandom, true) // as bench probe reads: one client per thread, one probe at a time
 		if err != nil {
 			tb.Fatal(err)
 		}

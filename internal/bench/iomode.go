@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -49,8 +51,11 @@ func ParseAdvice(s string) (Advice, error) {
 }
 
 // openFile opens path for reading with the given method and advice. The
-// returned ReaderAt is safe for concurrent use.
-func openFile(path string, how IO, advice Advice) (io.ReaderAt, io.Closer, error) {
+// returned ReaderAt is safe for concurrent use. ownThreads says that every
+// read will come from a client that owns its OS thread and a processor
+// (Load.OSThreads, one probe at a time: ownThreadReads); pread then goes
+// through threadPread.
+func openFile(path string, how IO, advice Advice, ownThreads bool) (io.ReaderAt, io.Closer, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open for benchmark: %w", err)
@@ -62,6 +67,10 @@ func openFile(path string, how IO, advice Advice) (io.ReaderAt, io.Closer, error
 				f.Close()
 				return nil, nil, fmt.Errorf("%s: posix_fadvise(RANDOM): %w", path, err)
 			}
+		}
+		if ownThreads {
+			r := newThreadPread(f)
+			return r, r, nil
 		}
 		return f, f, nil
 	case IOMmap:
@@ -208,3 +217,54 @@ func trimErr(err error) string {
 	}
 	return err.Error()
 }
+
+// threadPread reads an open file with pread(2) made as a raw system call
+// (no runtime bookkeeping), for clients that each own an OS thread and a
+// processor. Through os.File every read enters and leaves the runtime's
+// system-call state; with twelve clients on two CPUs the kernel often
+// deschedules a client inside its pread, the runtime's monitor then takes
+// the processor from the "blocked" thread and wakes another to look for
+// work, and the returning read has to get a processor back. That doubled
+// the involuntary context switches and put 300-550 us reads into the warm
+// tail where fio, on the same file, had 30-40 us (issue 16: probe p99.9
+// warm 9-15x fio's; a raw pread measured 29-35 us against fio's 30-36 us
+// in alternating runs). A raw read keeps its processor: only a client
+// with a processor of its own may make one, or it would stall the
+// goroutines queued behind it, and a garbage collection waits for the
+// reads in flight to return (the probe's requests allocate little; the
+// driver collects before the clock starts).
+type threadPread struct {
+	f  *os.File // kept reachable: its finalizer would close fd
+	fd uintptr
+}
+
+func newThreadPread(f *os.File) *threadPread {
+	return &threadPread{f: f, fd: f.Fd()}
+}
+
+// ReadAt follows io.ReaderAt: n < len(p) only with an error, io.EOF at the
+// end of the file.
+func (r *threadPread) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("%s: negative offset %d", r.f.Name(), off)
+	}
+	n := 0
+	for n < len(p) {
+		m, _, errno := unix.RawSyscall6(unix.SYS_PREAD64, r.fd, uintptr(unsafe.Pointer(&p[n])), uintptr(len(p)-n), uintptr(off+int64(n)), 0, 0)
+		switch {
+		case errno == unix.EINTR:
+			continue
+		case errno != 0:
+			runtime.KeepAlive(r.f)
+			return n, &os.PathError{Op: "pread", Path: r.f.Name(), Err: errno}
+		case m == 0:
+			runtime.KeepAlive(r.f)
+			return n, io.EOF
+		}
+		n += int(m)
+	}
+	runtime.KeepAlive(r.f)
+	return n, nil
+}
+
+func (r *threadPread) Close() error { return r.f.Close() }

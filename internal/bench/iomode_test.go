@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -45,7 +47,7 @@ func TestMmapReaderAt(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "t")
 	os.WriteFile(p, []byte("0123456789"), 0o644)
 	for _, adv := range []Advice{AdviseNormal, AdviseRandom} {
-		r, c, err := openFile(p, IOMmap, adv)
+		r, c, err := openFile(p, IOMmap, adv, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +62,74 @@ func TestMmapReaderAt(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if _, _, err := openFile(filepath.Join(t.TempDir(), "missing"), IOPread, AdviseRandom); err == nil || !strings.Contains(err.Error(), "missing") {
+	if _, _, err := openFile(filepath.Join(t.TempDir(), "missing"), IOPread, AdviseRandom, true); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// threadPread keeps io.ReaderAt's contract: short reads only with an error,
+// io.EOF at the end, the path in errors, safe for concurrent readers.
+func TestThreadPreadReaderAt(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "t")
+	data := make([]byte, 3<<20+5)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, c, err := openFile(p, IOPread, AdviseRandom, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.(*threadPread); !ok {
+		t.Fatalf("pread on own threads opened as %T", r)
+	}
+	b := make([]byte, 4)
+	if n, err := r.ReadAt(b, int64(len(data)-2)); n != 2 || err != io.EOF || !bytes.Equal(b[:2], data[len(data)-2:]) {
+		t.Errorf("tail read: %d %v", n, err)
+	}
+	if n, err := r.ReadAt(b, int64(len(data)+10)); n != 0 || err != io.EOF {
+		t.Errorf("read past the end: %d %v", n, err)
+	}
+	if n, err := r.ReadAt(nil, 0); n != 0 || err != nil {
+		t.Errorf("empty read: %d %v", n, err)
+	}
+	if _, err := r.ReadAt(b, -1); err == nil || !strings.Contains(err.Error(), p) {
+		t.Errorf("negative offset: %v", err)
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			big := make([]byte, 1<<20+3) // more than one page cache chunk in one call
+			for off := int64(g); off+int64(len(big)) <= int64(len(data)); off += 1 << 20 {
+				if n, err := r.ReadAt(big, off); n != len(big) || err != nil || !bytes.Equal(big, data[off:off+int64(len(big))]) {
+					t.Errorf("read of %d at %d: %d %v, or wrong bytes", len(big), off, n, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ReadAt(b, 0); err == nil || !strings.Contains(err.Error(), p) {
+		t.Errorf("read after close: %v, want an error naming %s", err, p)
+	}
+}
+
+// Only clients that own a thread and a processor read through threadPread:
+// sequential probes with at most MaxThreadClients clients.
+func TestOwnThreadReads(t *testing.T) {
+	for _, c := range []struct {
+		clients, parallel int
+		want              bool
+	}{{12, 1, true}, {12, 0, true}, {MaxThreadClients, 1, true}, {12, 4, false}, {MaxThreadClients + 1, 1, false}} {
+		if got := ownThreadReads(Load{Clients: c.clients}, ProbeConfig{IO: IOPread, Parallel: c.parallel}); got != c.want {
+			t.Errorf("%d clients, --parallel %d: own-thread reads %v, want %v", c.clients, c.parallel, got, c.want)
+		}
 	}
 }

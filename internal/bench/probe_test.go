@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -32,13 +33,20 @@ func copyTables(t testing.TB) (tables, store string) {
 
 // On the real tables, the sparse entry plus the block-length walk must land
 // inside a block for every position: this checks the probe reads what a
-// real reader reads, at the offsets the prefix parser reported.
+// real reader reads, at the offsets the prefix parser reported, through
+// os.File and through the raw pread of clients on their own threads.
 func TestProbeWalkLandsInBlockOnRealTables(t *testing.T) {
 	set, err := LoadTables(context.Background(), []string{realdata.Tables(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	readers, closers, _, err := set.open(ProbeConfig{IO: IOPread, Advise: AdviseNormal, Parallel: 1})
+	for _, ownThreads := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ownThreads=%v", ownThreads), func(t *testing.T) { probeWalkLandsInBlock(t, set, ownThreads) })
+	}
+}
+
+func probeWalkLandsInBlock(t *testing.T, set *TableSet, ownThreads bool) {
+	readers, closers, _, err := set.open(ProbeConfig{IO: IOPread, Advise: AdviseNormal, Parallel: 1}, ownThreads)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +55,9 @@ func TestProbeWalkLandsInBlockOnRealTables(t *testing.T) {
 			c.Close()
 		}
 	}()
+	if _, raw := readers[0].R.(*threadPread); raw != ownThreads {
+		t.Fatalf("reader %T for ownThreads=%v", readers[0].R, ownThreads)
+	}
 	p, err := newProber(set.tables, readers, DefaultMix(), 1, Weighting{By: "positions"})
 	if err != nil {
 		t.Fatal(err)

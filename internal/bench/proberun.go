@@ -108,7 +108,7 @@ func RunProbes(ctx context.Context, o ProbeOptions) (*Report, error) {
 }
 
 func runProbeConfig(ctx context.Context, o ProbeOptions, c ProbeConfig) (Run, error) {
-	readers, closers, files, err := o.Set.open(c)
+	readers, closers, files, err := o.Set.open(c, ownThreadReads(o.Load, c))
 	defer func() {
 		for _, cl := range closers {
 			cl.Close()
@@ -154,16 +154,26 @@ func runProbeConfig(ctx context.Context, o ProbeOptions, c ProbeConfig) (Run, er
 	return run, nil
 }
 
+// ownThreadReads reports whether every read of configuration c under load
+// comes from a client with an OS thread and a processor of its own (see
+// threadPread): the driver runs the clients as OS threads (at most
+// MaxThreadClients of them), and a request's probes run one after the
+// other in its client (--parallel 1); parallel probes are goroutines that
+// share the processors.
+func ownThreadReads(l Load, c ProbeConfig) bool {
+	return probeLoad(l).threaded() && c.Parallel <= 1
+}
+
 // open opens every table for configuration c: through the prefix store
 // when c.Store is set. It returns the readers, what to close, and the files
 // whose cache matters.
-func (s *TableSet) open(c ProbeConfig) ([]tableReader, []io.Closer, []string, error) {
+func (s *TableSet) open(c ProbeConfig, ownThreads bool) ([]tableReader, []io.Closer, []string, error) {
 	var readers []tableReader
 	var closers []io.Closer
 	var files []string
 	for _, t := range s.tables {
 		if c.Store != "" {
-			tr, cls, fs, err := openThroughStore(t, c.Store, c.IO, c.Advise)
+			tr, cls, fs, err := openThroughStore(t, c.Store, c.IO, c.Advise, ownThreads)
 			closers = append(closers, cls...)
 			if err != nil {
 				return nil, closers, nil, err
@@ -172,7 +182,7 @@ func (s *TableSet) open(c ProbeConfig) ([]tableReader, []io.Closer, []string, er
 			files = append(files, fs...)
 			continue
 		}
-		r, cl, err := openFile(t.Path, c.IO, c.Advise)
+		r, cl, err := openFile(t.Path, c.IO, c.Advise, ownThreads)
 		if err != nil {
 			return nil, closers, nil, err
 		}

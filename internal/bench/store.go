@@ -12,24 +12,24 @@ import (
 // without advice uses prefix.Reader as is. Otherwise both files are opened
 // here, so the advice lands on the descriptors (or mappings) that do the
 // reads (POSIX_FADV_RANDOM is per open file), and reads are split at the
-// same boundary by prefix.SplitReaderAt.
-func openThroughStore(t probeTable, store string, how IO, advice Advice) (tableReader, []io.Closer, []string, error) {
+// same boundary by prefix.SplitReaderAt. ownThreads is openFile's.
+func openThroughStore(t probeTable, store string, how IO, advice Advice, ownThreads bool) (tableReader, []io.Closer, []string, error) {
 	r, err := prefix.Open(t.Path, store)
 	if err != nil {
 		return tableReader{}, nil, nil, fmt.Errorf("prefix store: %w (build it with tbhost prefix extract, or leave out --store)", err)
 	}
 	pp := prefix.PrefixPath(store, t.Name)
 	files := []string{t.Path, pp}
-	if how == IOPread && advice == AdviseNormal {
+	if how == IOPread && advice == AdviseNormal && !ownThreads {
 		return tableReader{R: r, SlowFrom: r.PrefixLen()}, []io.Closer{r}, files, nil
 	}
 	plen := r.PrefixLen()
 	r.Close() // validated; now open both files with the advice
-	pm, pc, err := openFile(pp, how, advice)
+	pm, pc, err := openFile(pp, how, advice, ownThreads)
 	if err != nil {
 		return tableReader{}, nil, nil, err
 	}
-	tm, tc, err := openFile(t.Path, how, advice)
+	tm, tc, err := openFile(t.Path, how, advice, ownThreads)
 	if err != nil {
 		pc.Close()
 		return tableReader{}, nil, nil, err

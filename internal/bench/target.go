@@ -28,7 +28,7 @@ type Target struct {
 // NewTarget opens the set's tables as c says (IO method, advice, store,
 // parallel split) for serving requests made of mix probes.
 func NewTarget(set *TableSet, c ProbeConfig, mix Mix) (*Target, error) {
-	readers, closers, _, err := set.open(c)
+	readers, closers, _, err := set.open(c, false) // net/http goroutines share the processors: reads through os.File
 	t := &Target{set: set, closers: closers, material: map[string][2]*picker{}}
 	if err != nil {
 		t.Close()
