@@ -117,7 +117,7 @@ func (lc *leanClient) dial(ctx context.Context, client int) (*leanConn, error) {
 	// a TIME_WAIT port (net.ipv4.tcp_tw_reuse): against a server that closes
 	// every connection, ~28,000 connections in a minute left each bind
 	// searching an almost exhausted port range, and the replay's rate fell to
-	// 120-480 requests/s where wrk kept 1,300 (TestDialDoesNotBind). An IP
+	// 120-760 requests/s where wrk kept ~1,300 (TestDialDoesNotBind). An IP
 	// literal is parsed, not looked up.
 	d := net.Dialer{Timeout: lc.timeout, KeepAlive: -1}
 	c, err := d.DialContext(ctx, "tcp", lc.addr)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"unsafe"
 
@@ -54,7 +55,7 @@ func ParseAdvice(s string) (Advice, error) {
 // returned ReaderAt is safe for concurrent use. ownThreads says that every
 // read will come from a client that owns its OS thread and a processor
 // (Load.OSThreads, one probe at a time: ownThreadReads); pread then goes
-// through threadPread.
+// through threadPread (on 64-bit systems).
 func openFile(path string, how IO, advice Advice, ownThreads bool) (io.ReaderAt, io.Closer, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -68,7 +69,7 @@ func openFile(path string, how IO, advice Advice, ownThreads bool) (io.ReaderAt,
 				return nil, nil, fmt.Errorf("%s: posix_fadvise(RANDOM): %w", path, err)
 			}
 		}
-		if ownThreads {
+		if ownThreads && strconv.IntSize == 64 { // one register holds pread64's offset
 			r := newThreadPread(f)
 			return r, r, nil
 		}

@@ -9,7 +9,7 @@ import (
 
 // openThroughStore opens table t through the prefix store in dir with the
 // prefix package, which refuses stale, truncated or foreign prefixes. pread
-// without advice uses prefix.Reader as is. Otherwise both files are opened
+// without advice on shared processors uses prefix.Reader as is. Otherwise both files are opened
 // here, so the advice lands on the descriptors (or mappings) that do the
 // reads (POSIX_FADV_RANDOM is per open file), and reads are split at the
 // same boundary by prefix.SplitReaderAt. ownThreads is openFile's.
