@@ -190,6 +190,9 @@ func WithVanished(start, end []Array) []Array {
 			if j, ok := progressAt[p.Code]; ok {
 				out[i].Problems[j] = p // the latest percent
 			} else if !seen[string(p.Code)+"\x00"+p.Text] {
+				if lvm.ProgressCode(p.Code) {
+					progressAt[p.Code] = len(out[i].Problems)
+				}
 				out[i].Problems = append(out[i].Problems, p)
 			}
 		}

@@ -94,4 +94,9 @@ func TestProgressFindingSaidOnceWithTheLatestPercent(t *testing.T) {
 	if start[0].Problems[0] != reinit("13.56") {
 		t.Errorf("the start's problems were changed in place: %+v", start[0].Problems)
 	}
+	// A progress finding only the end has is said once too, with its last text.
+	twice := []Array{{Name: "vg-hdd/tables", Problems: []Problem{reinit("20.34"), reinit("27.12")}}}
+	if got := WithVanished([]Array{{Name: "vg-hdd/tables"}}, twice)[0].Problems; len(got) != 1 || got[0] != reinit("27.12") {
+		t.Errorf("problems %+v, want the re-initialisation at 27.12%% once", got)
+	}
 }

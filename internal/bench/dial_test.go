@@ -43,7 +43,7 @@ func TestHelperReplayDials(t *testing.T) {
 // may reuse a TIME_WAIT port: against a server that closes every
 // connection (python3 -m http.server), Dialer.DialTCP with a zero local
 // address bound every socket, and after ~28,000 connections in a minute
-// the replay fell to 120-480 requests/s where wrk kept 1,300. Watched with
+// the replay fell to 120-760 requests/s where wrk kept ~1,300. Watched with
 // strace (skips without it): the 20 dials of the helper make 20 connects to
 // the server's port and no bind.
 func TestDialDoesNotBind(t *testing.T) {
