@@ -232,8 +232,10 @@ func trimErr(err error) string {
 // in alternating runs). A raw read keeps its processor: only a client
 // with a processor of its own may make one, or it would stall the
 // goroutines queued behind it, and a garbage collection waits for the
-// reads in flight to return (the probe's requests allocate little; the
-// driver collects before the clock starts).
+// reads in flight to return. So none should run: the driver collects
+// before the clock starts and a sequential probe request allocates nothing
+// (prober.picks; TestSequentialRequestAllocatesNothing). --raw's CSV lines
+// still make garbage.
 type threadPread struct {
 	f  *os.File // kept reachable: its finalizer would close fd
 	fd uintptr

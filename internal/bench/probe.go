@@ -157,7 +157,12 @@ type prober struct {
 	mix      Mix
 	parallel int
 	bufs     sync.Pool
-	maxRead  int
+	// picks holds *[]pick for request, so that a sequential request
+	// allocates nothing: no garbage, no collection during a probe run, whose
+	// stop-the-world would wait for every raw read in flight (threadPread),
+	// on a fail-slow disk for seconds, and stall every client meanwhile.
+	picks   sync.Pool
+	maxRead int
 }
 
 func newProber(tables []probeTable, readers []tableReader, mix Mix, parallel int, w Weighting) (*prober, error) {
@@ -192,8 +197,12 @@ func newProber(tables []probeTable, readers []tableReader, mix Mix, parallel int
 // data, that part of the mix goes to the other kind so every request does
 // the same amount of work.
 func (p *prober) plan(rng *rand.Rand) []pick {
+	return p.planInto(make([]pick, 0, p.mix.Probes()), rng)
+}
+
+// planInto is plan appending to picks (reused by request).
+func (p *prober) planInto(picks []pick, rng *rand.Rand) []pick {
 	n := p.mix.Probes()
-	picks := make([]pick, 0, n)
 	for i := 0; i < n; i++ {
 		src := p.dtz
 		if i < p.mix.WDL {
@@ -213,7 +222,14 @@ func (p *prober) plan(rng *rand.Rand) []pick {
 // request performs one request: its probes in order, or split into
 // p.parallel contiguous chunks run concurrently.
 func (p *prober) request(ctx context.Context, rng *rand.Rand) Outcome {
-	return p.runPicks(ctx, p.plan(rng))
+	pp, _ := p.picks.Get().(*[]pick)
+	if pp == nil {
+		pp = new([]pick)
+	}
+	*pp = p.planInto((*pp)[:0], rng)
+	out := p.runPicks(ctx, *pp)
+	p.picks.Put(pp)
+	return out
 }
 
 // runPicks reads the given probes, in order or split over p.parallel

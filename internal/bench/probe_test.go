@@ -314,3 +314,38 @@ func TestSparsePrefixStoreHalvesSlowReads(t *testing.T) {
 		}
 	}
 }
+
+// A sequential request allocates nothing, so a probe run sees no garbage
+// collection, whose stop-the-world would wait for the raw reads in flight
+// (threadPread) and stall every client behind the slowest disk.
+func TestSequentialRequestAllocatesNothing(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, err := prefixtest.WriteTable(dir, prefixtest.Spec{Name: "KRvK.rtbz", Subs: []prefixtest.Sub{{BlockSizeLog: 8, IdxBits: 6}}}); err != nil {
+		t.Fatal(err)
+	}
+	set, err := LoadTables(context.Background(), []string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	readers, closers, _, err := set.open(ProbeConfig{IO: IOPread, Advise: AdviseRandom, Parallel: 1}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, c := range closers {
+			c.Close()
+		}
+	}()
+	p, err := newProber(set.tables, readers, DefaultMix(), 1, Weighting{By: "positions"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	ctx := context.Background()
+	if out := p.request(ctx, rng); out.Err != nil || out.Probes != int64(DefaultMix().Probes()) {
+		t.Fatalf("request: %+v", out)
+	}
+	if n := testing.AllocsPerRun(200, func() { p.request(ctx, rng) }); n != 0 {
+		t.Errorf("a sequential request makes %.1f allocations, want 0", n)
+	}
+}
