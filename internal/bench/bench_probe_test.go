@@ -14,19 +14,7 @@ func BenchmarkProbeRequest(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	readers, closers, _, err := set.open(ProbeConfig{IO: IOPread, Advise: AdviseNormal, Parallel: 1}, false)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		for _, c := range closers {
-			c.Close()
-		}
-	}()
-	p, err := newProber(set.tables, readers, DefaultMix(), 1, Weighting{By: "positions"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	p := sequentialProber(b, set, AdviseNormal, false)
 	rng := rand.New(rand.NewPCG(1, 1))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

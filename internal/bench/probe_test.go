@@ -46,21 +46,9 @@ func TestProbeWalkLandsInBlockOnRealTables(t *testing.T) {
 }
 
 func probeWalkLandsInBlock(t *testing.T, set *TableSet, ownThreads bool) {
-	readers, closers, _, err := set.open(ProbeConfig{IO: IOPread, Advise: AdviseNormal, Parallel: 1}, ownThreads)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		for _, c := range closers {
-			c.Close()
-		}
-	}()
-	if _, raw := readers[0].R.(*threadPread); raw != ownThreads {
-		t.Fatalf("reader %T for ownThreads=%v", readers[0].R, ownThreads)
-	}
-	p, err := newProber(set.tables, readers, DefaultMix(), 1, Weighting{By: "positions"})
-	if err != nil {
-		t.Fatal(err)
+	p := sequentialProber(t, set, AdviseNormal, ownThreads)
+	if _, raw := p.readers[0].R.(*threadPread); raw != ownThreads {
+		t.Fatalf("reader %T for ownThreads=%v", p.readers[0].R, ownThreads)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	buf := make([]byte, p.maxRead)
@@ -327,19 +315,7 @@ func TestSequentialRequestAllocatesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readers, closers, _, err := set.open(ProbeConfig{IO: IOPread, Advise: AdviseRandom, Parallel: 1}, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		for _, c := range closers {
-			c.Close()
-		}
-	}()
-	p, err := newProber(set.tables, readers, DefaultMix(), 1, Weighting{By: "positions"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := sequentialProber(t, set, AdviseRandom, true)
 	rng := rand.New(rand.NewPCG(5, 6))
 	ctx := context.Background()
 	if out := p.request(ctx, rng); out.Err != nil || out.Probes != int64(DefaultMix().Probes()) {
@@ -348,4 +324,25 @@ func TestSequentialRequestAllocatesNothing(t *testing.T) {
 	if n := testing.AllocsPerRun(200, func() { p.request(ctx, rng) }); n != 0 {
 		t.Errorf("a sequential request makes %.1f allocations, want 0", n)
 	}
+}
+
+// sequentialProber opens set for pread with advice (through threadPread
+// when ownThreads) and returns a prober of the default mix, one probe after
+// the other; the files are closed when tb ends.
+func sequentialProber(tb testing.TB, set *TableSet, advice Advice, ownThreads bool) *prober {
+	tb.Helper()
+	readers, closers, _, err := set.open(ProbeConfig{IO: IOPread, Advise: advice, Parallel: 1}, ownThreads)
+	tb.Cleanup(func() {
+		for _, c := range closers {
+			c.Close()
+		}
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p, err := newProber(set.tables, readers, DefaultMix(), 1, Weighting{By: "positions"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
 }
