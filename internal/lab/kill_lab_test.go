@@ -5,6 +5,7 @@ package lab
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -117,4 +118,44 @@ func TestHelperLongBoot(t *testing.T) {
 	l := &Lab{Base: base}
 	res, err := l.Run(context.Background(), sleeperConfig(t, 20*time.Minute))
 	t.Errorf("the boot should have been cut by the test timeout; it ended: %+v, %v", res, err)
+}
+
+// TestGuestHangEndsTheBoot makes a real kernel hang in the guest (a write
+// to a suspended device-mapper device waits for its writeback until the
+// device resumes, which never comes; direct I/O would not do: its wait
+// wakes up periodically, hiding it from the hung-task check) with the
+// guest's hang watch lowered to 10 s: the boot must end early with a
+// HangError holding the blocked task's stack, not wait out its timeout.
+func TestGuestHangEndsTheBoot(t *testing.T) {
+	shared.prepare(t)
+	disks, _ := Disks(HDD, 1, 16, "512n")
+	script := `echo 2 > /proc/sys/kernel/hung_task_timeout_secs
+echo 10 > /run/lab-hang-secs
+dmsetup create hangme --table "0 2048 linear /dev/sda 0" && dmsetup mknodes hangme || exit 3
+dmsetup suspend hangme || exit 4
+dd if=/dev/zero of=/dev/mapper/hangme bs=4096 count=1 conv=fsync &
+echo writing to a suspended device
+sleep 600
+`
+	cfg := Config{Name: "hang", WorkDir: t.TempDir(), Disks: disks, Script: []byte(script), Timeout: 5 * time.Minute, MemMiB: 256}
+	l := &Lab{Base: shared.base}
+	start := time.Now()
+	res, err := l.Run(context.Background(), cfg)
+	var hang *HangError
+	if !errors.As(err, &hang) {
+		log, _ := os.ReadFile(filepath.Join(cfg.WorkDir, "serial-hang.log"))
+		t.Fatalf("want a HangError, got %v (result %+v); serial log:\n%s", err, res, log)
+	}
+	t.Logf("ended after %v: %v", time.Since(start).Round(time.Second), err)
+	if d := time.Since(start); d > 3*time.Minute {
+		t.Errorf("the boot ended after %v: the watch did not end it early", d)
+	}
+	for _, want := range []string{"task dd:", "blocked for more than", "Call Trace"} {
+		if !strings.Contains(hang.Report, want) {
+			t.Errorf("the hang report lacks %q:\n%s", want, hang.Report)
+		}
+	}
+	if pids := LiveQemus(cfg.WorkDir); len(pids) > 0 {
+		t.Errorf("qemu %v alive after Run returned", pids)
+	}
 }

@@ -96,6 +96,12 @@ func (l *Lab) Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
+	// a guest kernel hang ends the boot with the blocked tasks' stacks
+	ctx, endBoot := context.WithCancelCause(ctx)
+	defer endBoot(nil)
+	out = io.MultiWriter(out, newHangWatcher(mark, func(report string) {
+		endBoot(&HangError{Report: report, LogPath: logPath})
+	}))
 	// the serial console's input: lab_throttle's answers
 	inR, inW, err := os.Pipe()
 	if err != nil {
@@ -129,6 +135,10 @@ func (l *Lab) Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.ExitCode = rep.ExitCode
 	log.Info("lab VM done", "took", res.Duration.Round(time.Second), "exit", rep.ExitCode)
 	if ctxErr := ctx.Err(); ctxErr != nil && rep.ExitCode < 0 {
+		var hang *HangError
+		if errors.As(context.Cause(ctx), &hang) {
+			return res, hang
+		}
 		if errors.Is(ctxErr, context.DeadlineExceeded) {
 			return res, fmt.Errorf("lab VM timed out after %v (killed); serial log %s ends with:\n%s", cfg.Timeout, logPath, tailLines(data, 15))
 		}

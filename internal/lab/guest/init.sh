@@ -106,6 +106,31 @@ for d in /sys/block/sd* /sys/block/nvme*n*; do
     "$(cat $d/queue/scheduler)" "$(ls -l /dev/disk/by-id | awk -v n="../../$n" '$NF==n{printf "%s ", $(NF-2)}')"
 done
 
+# hang watch: the kernel reports a task blocked (D state) for over
+# hung_task_timeout_secs at KERN_ERR, every 120 s, but its stack at
+# KERN_INFO, below this console's loglevel. Once a task has been blocked
+# for 300 s (no scenario waits that long in one system call: a capped lvs
+# takes seconds), print the
+# blocked tasks' stacks (sysrq w) from the kernel log between markers: the
+# host then ends the boot with them (HangError) instead of waiting out its
+# timeout with nothing but "blocked for more than" to show.
+# A scenario may lower the threshold in /run/lab-hang-secs (the lab test of
+# the watch does, with a hang of its own making).
+lab_hang_watch() {
+  while sleep 5; do
+    t=$(cat /run/lab-hang-secs 2>/dev/null); t=${t:-300}
+    dmesg 2>/dev/null | awk -v t="$t" '/blocked for more than [0-9]+ seconds/ { for (i = 1; i < NF; i++) if ($i == "than" && $(i+1) + 0 >= t + 0) f = 1 } END { exit !f }' || continue
+    echo w > /proc/sysrq-trigger; sleep 2
+    echo "$LAB_MARK HUNG"
+    dmesg | grep 'blocked for more than' | tail -n 5
+    dmesg | sed -n '/Show Blocked State/,$p' | head -n 400
+    echo "$LAB_MARK HUNG-END"
+    return
+  done
+}
+lab_hang_watch &
+hang_watch=$!
+
 rc=127
 if [ -r /lab/scenario ]; then
   echo "$LAB_MARK SCENARIO-START $(cut -d' ' -f1 /proc/uptime)"
@@ -116,7 +141,9 @@ else
   echo "lab: no /lab/scenario"
 fi
 
-# results: keep kernel messages off the console while printing them
+# results: keep kernel messages and the hang watch off the console while
+# printing them
+kill $hang_watch 2>/dev/null
 echo 1 > /proc/sys/kernel/printk
 sync
 (cd /lab/out && find . -type f | sed 's,^\./,,' | sort) > /tmp/lab-outputs

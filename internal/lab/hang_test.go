@@ -1,0 +1,52 @@
+package lab
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestHangWatcherReportsTheBlockedTasksOnce(t *testing.T) {
+	const mark = "TBHOST-LAB-0123"
+	serial := "[  364.1] md: recovery of RAID array mdX\r\n" +
+		mark + " HUNG\r\n" +
+		"[ 1330.6] INFO: task lvchange:1161 blocked for more than 966 seconds.\r\n" +
+		"[ 1332.0] sysrq: Show Blocked State\r\n" +
+		"[ 1332.0] task:lvchange        state:D stack:0     pid:1161\r\n" +
+		"[ 1332.0]  stop_sync_thread+0x12a/0x1d0 [md_mod]\r\n" +
+		"[ 1332.1] random noise " + mark + " HUNG-END\r\n" +
+		mark + " HUNG\r\nsecond report\r\n" + mark + " HUNG-END\r\n"
+	var reports []string
+	w := newHangWatcher(mark, func(r string) { reports = append(reports, r) })
+	// the console arrives in arbitrary pieces
+	for i := 0; i < len(serial); i += 7 {
+		w.Write([]byte(serial[i:min(i+7, len(serial))]))
+	}
+	if len(reports) != 1 {
+		t.Fatalf("%d reports, want 1: %q", len(reports), reports)
+	}
+	for _, want := range []string{"lvchange:1161 blocked for more than 966 seconds", "stop_sync_thread", "state:D"} {
+		if !strings.Contains(reports[0], want) {
+			t.Errorf("report lacks %q:\n%s", want, reports[0])
+		}
+	}
+	if strings.Contains(reports[0], "md: recovery") || strings.Contains(reports[0], mark) {
+		t.Errorf("report holds lines outside the markers:\n%s", reports[0])
+	}
+	err := error(&HangError{Report: reports[0], LogPath: "/tmp/serial.log"})
+	var h *HangError
+	if !errors.As(err, &h) || !strings.Contains(err.Error(), "lvchange:1161 blocked for more than 966 seconds") || !strings.Contains(err.Error(), "/tmp/serial.log") {
+		t.Errorf("error: %v", err)
+	}
+}
+
+func TestHangWatcherIgnoresAConsoleWithoutTheEndMarker(t *testing.T) {
+	const mark = "TBHOST-LAB-0123"
+	fired := false
+	w := newHangWatcher(mark, func(string) { fired = true })
+	w.Write([]byte("[  120.0] INFO: task dd:99 blocked for more than 120 seconds.\n" + mark + " HUNG\npartial report\n"))
+	w.Write([]byte("OTHER-MARK HUNG-END\n"))
+	if fired {
+		t.Error("fired without this run's HUNG-END")
+	}
+}
