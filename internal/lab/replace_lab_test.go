@@ -5,6 +5,7 @@ package lab
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -92,7 +93,7 @@ lvs -a -o lv_name,segtype,devices vg-hdd`},
 	{Name: "case-a", Script: replaceCommon + `mkdir -p /srv/syzygy; mount /dev/vg-hdd/tables /srv/syzygy
 # slow the rebuild (4 MiB/s per device) so that the kill lands inside the
 # wait for it; lifted before the rerun
-lab_run lvchange --maxrecoveryrate 4096 vg-hdd/tables
+lab_rebuild_rate 4096
 A="--yes --poll 1s --state-dir /tmp/rs --plan /lab/out/steps/build/plan.yaml --plan-out $LAB_OUT/plan-a.yaml vg-hdd/tables --old $(lab_dev HDD1) --new $(lab_dev HDD7)"
 tbhost lvm replace $A > $LAB_OUT/replace1.txt 2>&1 &
 pid=$!
@@ -102,7 +103,7 @@ kill -9 $pid && echo killed > $LAB_OUT/killed
 wait $pid 2>/dev/null
 lvs --noheadings -o sync_percent,raid_sync_action vg-hdd/tables > $LAB_OUT/sync-at-kill.txt
 cp /tmp/rs/replace-vg-hdd-tables.json $LAB_OUT/state-at-kill.json
-lab_run lvchange --maxrecoveryrate 0 vg-hdd/tables
+lab_rebuild_rate 0
 tbhost lvm replace $A > $LAB_OUT/replace2.txt 2>&1; echo $? > $LAB_OUT/replace2.rc
 cat $LAB_OUT/replace1.txt $LAB_OUT/replace2.txt
 echo 3 > /proc/sys/vm/drop_caches
@@ -113,8 +114,8 @@ readlink -f $(lab_dev HDD7) > $LAB_OUT/new.dev`},
 lab_run pvremove -y $new; wipefs -a $new; dd if=/dev/zero of=$new bs=1M count=8 conv=fsync 2>/dev/null
 echo $new > $LAB_OUT/new.dev
 # slow the rebuild (4 MiB/s per device) so that the kill lands inside the
-# wait (set while every PV is there: with one missing lvchange fails)
-lab_run lvchange --maxrecoveryrate 4096 vg-hdd/tables
+# wait
+lab_rebuild_rate 4096
 victim=$(lab_dev HDD3); echo $victim > $LAB_OUT/victim.dev
 load_start; sleep 2
 echo 1 > /sys/block/${victim#/dev/}/device/delete; sleep 5
@@ -133,15 +134,13 @@ wait $pid 2>/dev/null
 lvs --noheadings -o sync_percent,raid_sync_action vg-hdd/tables > $LAB_OUT/sync-at-kill.txt
 cp /tmp/rs/replace-vg-hdd-tables.json $LAB_OUT/state-at-kill.json
 tbhost lvm status > $LAB_OUT/status-rebuilding.txt 2>&1; echo $? > $LAB_OUT/status-rebuilding.rc
-lab_run lvchange --maxrecoveryrate 0 vg-hdd/tables
+lab_rebuild_rate 0
 tbhost lvm replace $A > $LAB_OUT/replace2.txt 2>&1; echo $? > $LAB_OUT/replace2.rc
 cat $LAB_OUT/replace1.txt $LAB_OUT/replace2.txt
 mkdir -p /srv/syzygy; umount /srv/syzygy 2>/dev/null; echo 3 > /proc/sys/vm/drop_caches
 check_array $LAB_OUT/plan-b.yaml
 monitor_under_load monitor-after
 umount /srv/syzygy
-# boot 2 rebuilds slowly too: the tables must be read while it runs
-lab_run lvchange --maxrecoveryrate 4096 vg-hdd/tables
 sync`},
 }
 
@@ -172,6 +171,9 @@ tbhost lvm status > $LAB_OUT/status-boot.txt 2>&1; echo $? > $LAB_OUT/status-boo
 tbhost monitor check --for 4s --interval 2s vg-hdd/tables > $LAB_OUT/monitor-boot.txt 2>&1; echo $? > $LAB_OUT/monitor-boot.rc
 tbhost lvm replace --dry-run vg-hdd/tables --old missing --new $new > $LAB_OUT/dry-run-c.txt 2>&1
 A="--yes --poll 1s --state-dir /tmp/rs --plan /lab/plan-b.yaml --plan-out $LAB_OUT/plan-c.yaml vg-hdd/tables --old missing --new $new"
+# the rebuild runs slowly (4 MiB/s per device): the tables must be read
+# while it runs
+lab_rebuild_rate 4096
 # tbhost and the commands that look while the re-initialisation is capped
 # (below) run in the realtime I/O class, their lvm children too
 ionice -c 1 tbhost lvm replace $A > $LAB_OUT/replace1.txt 2>&1 &
@@ -189,7 +191,7 @@ kill -9 $pid && echo killed > $LAB_OUT/rebuild-killed
 wait $pid 2>/dev/null
 lvs --noheadings -o sync_percent,raid_sync_action vg-hdd/tables > $LAB_OUT/sync-at-rebuild-kill.txt
 cp /tmp/rs/replace-vg-hdd-tables.json $LAB_OUT/state-at-rebuild-kill.json
-lab_run lvchange --maxrecoveryrate 0 vg-hdd/tables
+lab_rebuild_rate 0
 ionice -c 1 tbhost lvm replace $A > $LAB_OUT/replace1b.txt 2>&1 &
 pid=$!
 # The re-initialisation of 236 MiB takes seconds, so the host caps every
@@ -320,27 +322,25 @@ func TestLVMReplace(t *testing.T) {
 			t.Fatalf("restore boot 1's images: %v", err)
 		}
 	} else {
-		for i := range disks {
-			p := disks[i].Image
-			os.Remove(p)
-			if err := os.WriteFile(p, nil, 0o644); err != nil {
-				t.Fatal(err)
+		newDisks := func() error {
+			for i := range disks {
+				p := disks[i].Image
+				os.Remove(p)
+				if err := os.WriteFile(p, nil, 0o644); err != nil {
+					return err
+				}
+				if err := os.Truncate(p, disks[i].SizeMiB<<20); err != nil {
+					return err
+				}
 			}
-			if err := os.Truncate(p, disks[i].SizeMiB<<20); err != nil {
-				t.Fatal(err)
-			}
-		}
-		c, _ := NewCache(os.Getenv("TBHOST_LAB_CACHE"), execx.Exec{}, nil)
-		if err := c.WriteExt4(context.Background(), images["hdd8"]); err != nil {
-			t.Fatal(err)
+			c, _ := NewCache(os.Getenv("TBHOST_LAB_CACHE"), execx.Exec{}, nil)
+			return c.WriteExt4(t.Context(), images["hdd8"])
 		}
 		var r1 *Result
-		var err error
-		res, r1, err = l.RunBatch(t.Context(), Config{Name: "replace-ab", WorkDir: work, Disks: disks, Tbhost: shared.tbhost,
-			Files: files, Timeout: 40 * time.Minute, MemMiB: 1024}, replaceBoot1)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res, r1 = bootOnceMoreIfHung(t, "boot 1", newDisks, func() (map[string]StepResult, *Result, error) {
+			return l.RunBatch(t.Context(), Config{Name: "replace-ab", WorkDir: work, Disks: disks, Tbhost: shared.tbhost,
+				Files: files, Timeout: 40 * time.Minute, MemMiB: 1024}, replaceBoot1)
+		})
 		t.Logf("boot 1: %v, log %s", r1.Duration.Round(time.Second), r1.LogPath)
 		checkReplaceBoot1(t, res)
 		if t.Failed() {
@@ -362,16 +362,23 @@ func TestLVMReplace(t *testing.T) {
 		t.Fatal(err)
 	}
 	disks2 := Without(disks, "hdd2")
+	// boot 2 starts again from these images if the guest kernel hangs
+	before2 := filepath.Join(work, "before-boot2")
+	if err := copyImages(t.Context(), work, before2, disks2); err != nil {
+		t.Fatalf("keep the images boot 2 starts from: %v", err)
+	}
 	// a blank disk for the playbook's case b (a new image in the work dir)
 	disks2 = append(disks2, Disk{Name: "hdd11", Kind: HDD, SizeMiB: 256, LogicalBlockSize: 512, PhysicalBlockSize: 4096})
-	os.Remove(filepath.Join(work, "hdd11.img"))
 	files["/lab/sums.txt"] = res["build"].Outputs["sums.txt"]
 	files["/lab/plan-b.yaml"] = b.Outputs["plan-b.yaml"]
-	res2, r2, err := l.RunBatch(t.Context(), Config{Name: "replace-c", WorkDir: work, Disks: disks2, Tbhost: shared.tbhost,
-		Files: files, Timeout: 40 * time.Minute}, replaceBoot2)
-	if err != nil {
-		t.Fatal(err)
+	restore2 := func() error {
+		os.Remove(filepath.Join(work, "hdd11.img"))
+		return copyImages(t.Context(), before2, work, Without(disks2, "hdd11"))
 	}
+	res2, r2 := bootOnceMoreIfHung(t, "boot 2", restore2, func() (map[string]StepResult, *Result, error) {
+		return l.RunBatch(t.Context(), Config{Name: "replace-c", WorkDir: work, Disks: disks2, Tbhost: shared.tbhost,
+			Files: files, Timeout: 40 * time.Minute}, replaceBoot2)
+	})
 	t.Logf("boot 2: %v, log %s", r2.Duration.Round(time.Second), r2.LogPath)
 	requireSteps(t, res2, map[string]int{"refusals": 0, "case-c": 0, "playbook-b": 0})
 	checkRefusals(t, "boot 2 (case c, array inactive)", res2["refusals"], "case c-missing-at-boot")
@@ -463,6 +470,33 @@ func TestLVMReplace(t *testing.T) {
 		t.Errorf("replace-disk playbook with --yes: exit %s", rc)
 	}
 	checkReplaced(t, "playbook case b", pb, strings.TrimSpace(string(pb.Outputs["new.dev"])))
+}
+
+// bootOnceMoreIfHung prepares the disks and boots; if the guest's kernel
+// hung (a task blocked in it for minutes: HangError, with the blocked
+// tasks' stacks), it logs the stacks, prepares the disks again and boots
+// once more. A second hang, or any other error, fails the test. The one
+// hang seen (CI of 2026-12-02: "task lvchange blocked for more than 1208
+// seconds" in boot 1, a lab script's lvchange, the boot then waited out its
+// 40 min) is the guest kernel's (Debian 12's 6.1 dm-raid), not a step's
+// outcome; each scenario's assertions hold for the boot that ran.
+func bootOnceMoreIfHung(t *testing.T, what string, prepare func() error, boot func() (map[string]StepResult, *Result, error)) (map[string]StepResult, *Result) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		if err := prepare(); err != nil {
+			t.Fatalf("%s: prepare the disks: %v", what, err)
+		}
+		res, r, err := boot()
+		var hang *HangError
+		if errors.As(err, &hang) && attempt == 1 {
+			t.Logf("%s: %v\n%s: booting once more on the disks it started from", what, err, what)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return res, r
+	}
 }
 
 // checkReplaceBoot1 asserts boot 1: the refusals, case a, case b.

@@ -167,3 +167,17 @@ lab_throttle() {
     [ $(( $(cut -d. -f1 /proc/uptime) - lab_t0 )) -ge 60 ] && { echo "lab: throttle $*: no answer from the host in 60 s" >&2; return 1; }
   done
 }
+
+# lab_rebuild_rate KIB: cap every md/dm-raid resync and rebuild at KIB KiB/s
+# per device (md's speed_limit_max; 0 puts back the kernel's default,
+# 200000), with no table reload. lvchange --maxrecoveryrate reloads the
+# RAID LV's table (a suspend and resume); one made while a rebuild of
+# raid5 + integrity ran left lvchange blocked in the guest's 6.1 kernel for
+# good twice on 2026-12-02 (CI: "blocked for more than 1208 seconds", and a
+# TestLVMReplace run in case b): a running rebuild's rate is changed here
+# instead. It applies to a RAID LV whose own max_recovery_rate is unset
+# (0), as in the lab.
+lab_rebuild_rate() {
+  lab_r=$1; [ "$lab_r" = 0 ] && lab_r=200000
+  echo "$lab_r" > /proc/sys/dev/raid/speed_limit_max && echo "lab: rebuild rate cap ${lab_r} KiB/s per device"
+}
