@@ -54,8 +54,20 @@ func dropCaches(t *testing.T) {
 	}
 }
 
-// coldFixture writes the fixture on a disk-backed file system, or skips.
-func coldFixture(t *testing.T, n int) (tables string, prefixBytes, fileBytes int64) {
+// largeSpecs are four tables with prefixes of tens of MB, as real 6-7
+// piece ones have (the ratio benchmark's large set).
+func largeSpecs() []prefixtest.Spec {
+	var large []prefixtest.Spec
+	for _, m := range []string{"KQRvKRB", "KRBvKQN", "KQNvKRR", "KRRvKBN"} {
+		large = append(large, prefixtest.Spec{Name: m + ".rtbz", Subs: []prefixtest.Sub{{IdxBits: 10, BlockSizeLog: 6}}})
+	}
+	return large
+}
+
+// coldFixture writes the tables of specs on a disk-backed file system, or
+// skips. Each table's data section must be at least minData bytes (0:
+// four times its prefix), so that readahead past a prefix shows.
+func coldFixture(t *testing.T, specs []prefixtest.Spec, minData int64) (tables string, prefixBytes, fileBytes int64) {
 	t.Helper()
 	tables = t.TempDir()
 	var st unix.Statfs_t
@@ -68,13 +80,16 @@ func coldFixture(t *testing.T, n int) (tables string, prefixBytes, fileBytes int
 	if !ReadPhysical().OK {
 		t.Skipf("%s has no read_bytes (kernel without task I/O accounting)", procSelfIO)
 	}
-	for _, s := range coldSpecs(n) {
+	for _, s := range specs {
 		_, tb, err := prefixtest.WriteTable(tables, s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tb.Data < 4*tb.Prefix {
+		if minData == 0 && tb.Data < 4*tb.Prefix {
 			t.Fatalf("%s: data section %d is not several times the prefix %d: readahead would not show", s.Name, tb.Data, tb.Prefix)
+		}
+		if tb.Data < minData {
+			t.Fatalf("%s: data section %d is under %d bytes: readahead past the prefix would not show", s.Name, tb.Data, minData)
 		}
 		prefixBytes += tb.Prefix
 		fileBytes += int64(len(tb.Bytes))
@@ -92,7 +107,7 @@ func TestColdExtractAndVerifyReadOnlyThePrefixes(t *testing.T) {
 		t.Skip("writes ~300 MB of tables: not with -short")
 	}
 	const n = 200
-	tables, prefixBytes, fileBytes := coldFixture(t, n)
+	tables, prefixBytes, fileBytes := coldFixture(t, coldSpecs(n), 0)
 	store := t.TempDir()
 	ctx := context.Background()
 	budget := func(need int64) int64 { return need + need/20 + 4096*n }
@@ -155,4 +170,57 @@ func TestColdExtractAndVerifyReadOnlyThePrefixes(t *testing.T) {
 	if max := budget(vrep.BytesRead); vrep.PhysicalBytesRead > max {
 		t.Errorf("cold verify --full read %d bytes from the disk for %d needed: more than %d (1.05x + 4 KiB per table)", vrep.PhysicalBytesRead, vrep.BytesRead, max)
 	}
+}
+
+// Large prefixes are read through the kernel's readahead up to two windows
+// before their end, the rest through a mapping (rangeReader.streamHead):
+// still every byte once, nothing past the prefix (1.05x + 4 KiB a table).
+func TestColdExtractOfLargePrefixesReadsThemOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes ~500 MB of tables: not with -short")
+	}
+	specs := largeSpecs()
+	for i := range specs { // 1 KiB blocks: a data section of 50-100 MB after each prefix
+		specs[i].Subs[0].BlockSizeLog = 10
+	}
+	tables, prefixBytes, fileBytes := coldFixture(t, specs, 32<<20)
+	ctx := context.Background()
+	srcs, err := FindTables([]string{tables})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ra := readaheadBytes(mustOpen(t, srcs[0].Path)); ra <= 0 {
+		t.Logf("the tables' device has no read_ahead_kb: the head is not streamed, the test checks the WILLNEED reader")
+	}
+	dropCaches(t)
+	for _, s := range srcs {
+		os.Stat(s.Path)
+	}
+	from := ReadPhysical()
+	ps := ParseAll(ctx, srcs, 4)
+	if errs := Errs(ps); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	rep, err := Extract(ctx, ps, ExtractOptions{Store: t.TempDir(), Jobs: 4, PhysicalFrom: &from})
+	if err != nil || rep.Written != len(specs) || rep.BytesWritten != prefixBytes {
+		t.Fatalf("extract: %v; wrote %d prefixes, %d bytes; want %d, %d", err, rep.Written, rep.BytesWritten, len(specs), prefixBytes)
+	}
+	t.Logf("cold extract: %d tables (%d bytes), prefixes %d bytes, physical reads %d (%.3fx)",
+		len(specs), fileBytes, prefixBytes, rep.PhysicalBytesRead, float64(rep.PhysicalBytesRead)/float64(prefixBytes))
+	if rep.PhysicalBytesRead < prefixBytes/2 {
+		t.Fatalf("physical reads %d are far below the %d prefix bytes: the cache was not cold, the test proves nothing", rep.PhysicalBytesRead, prefixBytes)
+	}
+	if max := prefixBytes + prefixBytes/20 + 4096*int64(len(specs)); rep.PhysicalBytesRead > max {
+		t.Errorf("cold parse+extract read %d bytes from the disk for %d prefix bytes: more than %d (1.05x + 4 KiB per table)", rep.PhysicalBytesRead, prefixBytes, max)
+	}
+}
+
+func mustOpen(t *testing.T, path string) *os.File {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }

@@ -493,7 +493,6 @@ func copyPrefix(ctx context.Context, p Parsed, store string, upto Upto, bufs *ch
 	if err != nil {
 		return nil, 0, fmt.Errorf("open table: %w", err)
 	}
-	adviseRandom(src) // read the prefix range, nothing past it
 	before, err := src.Stat()
 	if err != nil {
 		src.Close()
@@ -518,7 +517,10 @@ func copyPrefix(ctx context.Context, p Parsed, store string, upto Upto, bufs *ch
 	h := sha256.New()
 	check := l.NewChecker()
 	cw := &countWriter{prog: prog}
-	n, err := copyAndDigest(ctx, &writebackFile{f: out}, newRangeReader(src, plen), io.MultiWriter(h, check, cw), bufs)
+	// the prefix range, nothing past it
+	rr := newRangeReader(src, plen).streamHead(readaheadBytes(src))
+	n, err := copyAndDigest(ctx, &writebackFile{f: out}, rr, io.MultiWriter(h, check, cw), bufs)
+	rr.Close()
 	if err != nil {
 		return fail(n, fmt.Errorf("copy prefix of %s: %w", p.Path, err))
 	}

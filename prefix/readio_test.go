@@ -2,6 +2,7 @@ package prefix
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"math/rand"
 	"os"
@@ -74,6 +75,93 @@ func TestRangeReaderStopsAtTheRange(t *testing.T) {
 		if err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("n=%d: read %d bytes (%v), want %d", n, len(got), err, len(want))
 		}
+	}
+}
+
+// With a head read through the kernel's readahead and the tail through a
+// mapping, the reader still returns exactly [0, n) whatever the read sizes
+// and the switch point, also for a range longer than the file.
+func TestStreamHeadReaderStopsAtTheRange(t *testing.T) {
+	data := make([]byte, 9*digestChunk+777)
+	rand.New(rand.NewSource(2)).Read(data)
+	path := filepath.Join(t.TempDir(), "t")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	full := int64(len(data))
+	for _, c := range []struct {
+		n, readahead int64
+		read         int
+		head         bool
+	}{
+		{full, 64 << 10, digestChunk, true},
+		{full, 64 << 10, 4096 + 13, true},
+		{full - 1, 256 << 10, 3 * digestChunk, true},
+		{7*digestChunk + 1, 0, digestChunk, false},       // readahead unknown: no head
+		{7*digestChunk + 1, 8 << 20, digestChunk, false}, // too short for the margin
+		{full + 100, 64 << 10, digestChunk, true},        // past the end of the file: its bytes, then EOF
+	} {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := newRangeReader(f, c.n).streamHead(c.readahead)
+		if (r.head > 0) != c.head {
+			t.Errorf("n=%d readahead=%d: head %d, want one: %v", c.n, c.readahead, r.head, c.head)
+		}
+		var got []byte
+		buf := make([]byte, c.read)
+		var rerr error
+		for {
+			m, err := r.Read(buf)
+			got = append(got, buf[:m]...)
+			if err != nil {
+				rerr = err
+				break
+			}
+		}
+		r.Close()
+		f.Close()
+		want := data[:min(c.n, full)]
+		if !bytes.Equal(got, want) {
+			t.Errorf("n=%d readahead=%d read=%d: %d bytes, want %d", c.n, c.readahead, c.read, len(got), len(want))
+		}
+		if rerr != io.EOF {
+			t.Errorf("n=%d: ended with %v, want EOF", c.n, rerr)
+		}
+		if c.n > full && (rerr != io.EOF || int64(len(got)) != full) {
+			t.Errorf("n=%d past the end of the file: %d bytes and %v, want the file's %d and EOF (the caller's count says truncated)", c.n, len(got), rerr, full)
+		}
+	}
+}
+
+// A table cut short while its tail is read through the mapping (a fault,
+// SIGBUS) is an ErrTruncated error, not a crash.
+func TestStreamHeadReaderTableCutShort(t *testing.T) {
+	data := make([]byte, 8*digestChunk)
+	rand.New(rand.NewSource(3)).Read(data)
+	path := filepath.Join(t.TempDir(), "t")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := newRangeReader(f, int64(len(data))).streamHead(64 << 10)
+	defer r.Close()
+	buf := make([]byte, digestChunk)
+	for r.off <= r.head {
+		if _, err := r.Read(buf); err != nil {
+			t.Fatalf("read before the cut: %v", err)
+		}
+	}
+	if err := os.Truncate(path, r.off); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Read(buf); !errors.Is(err, ErrTruncated) {
+		t.Fatalf("read after the cut: %v, want ErrTruncated", err)
 	}
 }
 
