@@ -71,7 +71,7 @@ const minStreamHead = 4 << 20
 // (readaheadBytes) and the range is long enough; f must not have been
 // advised random. It returns r.
 func (r *rangeReader) streamHead(readahead int64) *rangeReader {
-	margin := 2*readahead + readAhead // two windows, and a chunk for a window rounded up to large folios
+	margin := 2*readahead + readAhead // two windows, and two chunks for a window rounded up to large folios
 	if readahead <= 0 || r.n-margin < minStreamHead {
 		adviseRandom(r.f)
 		return r
