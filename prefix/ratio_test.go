@@ -31,14 +31,10 @@ func ratioSets() []struct {
 	name  string
 	specs []prefixtest.Spec
 } {
-	var large []prefixtest.Spec
-	for _, m := range []string{"KQRvKRB", "KRBvKQN", "KQNvKRR", "KRRvKBN"} {
-		large = append(large, prefixtest.Spec{Name: m + ".rtbz", Subs: []prefixtest.Sub{{IdxBits: 10, BlockSizeLog: 6}}})
-	}
 	return []struct {
 		name  string
 		specs []prefixtest.Spec
-	}{{"200-small", coldSpecs(200)}, {"4-large", large}}
+	}{{"200-small", coldSpecs(200)}, {"4-large", largeSpecs()}}
 }
 
 // ratioFixture writes the tables, extracts them once into ref (the rival's

@@ -57,12 +57,7 @@ func FuzzParseReadBytes(f *testing.F) {
 // The prefix reader returns exactly [0, n) of the file whatever the read
 // sizes, and reports EOF at n although the file goes on.
 func TestRangeReaderStopsAtTheRange(t *testing.T) {
-	data := make([]byte, 3*digestChunk+777)
-	rand.New(rand.NewSource(1)).Read(data)
-	path := filepath.Join(t.TempDir(), "t")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path, data := randomFile(t, 3*digestChunk+777, 1)
 	for _, n := range []int64{0, 1, 4095, digestChunk, 2*digestChunk + 5, int64(len(data)), int64(len(data)) + 100} {
 		f, err := os.Open(path)
 		if err != nil {
@@ -82,12 +77,7 @@ func TestRangeReaderStopsAtTheRange(t *testing.T) {
 // mapping, the reader still returns exactly [0, n) whatever the read sizes
 // and the switch point, also for a range longer than the file.
 func TestStreamHeadReaderStopsAtTheRange(t *testing.T) {
-	data := make([]byte, 9*digestChunk+777)
-	rand.New(rand.NewSource(2)).Read(data)
-	path := filepath.Join(t.TempDir(), "t")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path, data := randomFile(t, 9*digestChunk+777, 2)
 	full := int64(len(data))
 	for _, c := range []struct {
 		n, readahead int64
@@ -138,12 +128,7 @@ func TestStreamHeadReaderStopsAtTheRange(t *testing.T) {
 // A table cut short while its tail is read through the mapping (a fault,
 // SIGBUS) is an ErrTruncated error, not a crash.
 func TestStreamHeadReaderTableCutShort(t *testing.T) {
-	data := make([]byte, 8*digestChunk)
-	rand.New(rand.NewSource(3)).Read(data)
-	path := filepath.Join(t.TempDir(), "t")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path, data := randomFile(t, 8*digestChunk, 3)
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -163,6 +148,18 @@ func TestStreamHeadReaderTableCutShort(t *testing.T) {
 	if _, err := r.Read(buf); !errors.Is(err, ErrTruncated) {
 		t.Fatalf("read after the cut: %v, want ErrTruncated", err)
 	}
+}
+
+// randomFile writes size random bytes (from seed) to a new file.
+func randomFile(t *testing.T, size int, seed int64) (string, []byte) {
+	t.Helper()
+	data := make([]byte, size)
+	rand.New(rand.NewSource(seed)).Read(data)
+	path := filepath.Join(t.TempDir(), "t")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, data
 }
 
 // The early-writeback writer writes every byte where a plain write would,
