@@ -155,10 +155,13 @@ func (r *rangeReader) readTail(p []byte) (n int, ok bool, err error) {
 		r.tail, r.tailAt = m, at
 	}
 	// a file cut short under the mapping faults (SIGBUS): an error here,
-	// not a crash
+	// not a crash; any other panic is a bug and goes on
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
-		if recover() != nil {
+		if v := recover(); v != nil {
+			if _, fault := v.(interface{ Addr() uintptr }); !fault {
+				panic(v)
+			}
 			n, err = 0, fmt.Errorf("%w: the table was cut short while its prefix was read", ErrTruncated)
 		}
 	}()
