@@ -19,9 +19,7 @@ import (
 // DMName is the device-mapper name LVM gives vg/lv: dashes in each part
 // doubled, the parts joined by one dash ("vg-hdd", "tables_rimage_0" ->
 // "vg--hdd-tables_rimage_0").
-func DMName(vg, lv string) string {
-	return strings.ReplaceAll(vg, "-", "--") + "-" + strings.ReplaceAll(lv, "-", "--")
-}
+func DMName(vg, lv string) string { return lvm.DMName(vg, lv) }
 
 // ErrNothingToScrub marks LVs a scrub refuses: no redundancy or no integrity layer.
 var ErrNothingToScrub = errors.New("nothing to scrub")

@@ -36,10 +36,14 @@ type SyncCheckReport struct {
 	Seconds           float64         `json:"seconds"`
 	// RecoveryRateBefore is the LV's max recovery rate (KiB/s, 0 none)
 	// before tbhost capped it; RecoveryRateRestored says it was put back.
-	RecoveryRateBefore   *int64   `json:"recovery_rate_before_kib,omitempty"`
-	RecoveryRateRestored bool     `json:"recovery_rate_restored,omitempty"`
-	Notes                []string `json:"notes,omitempty"`
-	Problems             []string `json:"problems,omitempty"`
+	RecoveryRateBefore   *int64 `json:"recovery_rate_before_kib,omitempty"`
+	RecoveryRateRestored bool   `json:"recovery_rate_restored,omitempty"`
+	// CheckStopped: tbhost stopped its unfinished check (dm-raid's idle
+	// message) to put the rate back; without --maxrecoveryrate a check
+	// stopped waiting for goes on in the kernel.
+	CheckStopped bool     `json:"check_stopped,omitempty"`
+	Notes        []string `json:"notes,omitempty"`
+	Problems     []string `json:"problems,omitempty"`
 }
 
 // SyncCheck starts `lvchange --syncaction check` on vg/lv (never "repair":
@@ -50,7 +54,8 @@ type SyncCheckReport struct {
 // With MaxRecoveryRate it records the LV's cap first and puts it back when
 // it returns, however it returns (finished, budget, ctx cancelled by
 // SIGTERM, an error): otherwise the next real rebuild would run at the
-// scrub's cap. If the cap cannot be read it is not changed.
+// scrub's cap. If the cap cannot be read it is not changed. Putting it back
+// needs the LV idle, so an unfinished check is stopped first (restoreRate).
 func SyncCheck(ctx context.Context, o SyncCheckOptions) (rep SyncCheckReport, err error) {
 	if o.Clock == nil {
 		o.Clock = RealClock{}
@@ -163,26 +168,85 @@ func describeRate(kib int64) string {
 	return fmt.Sprintf("%d KiB/s", kib)
 }
 
-// restoreTimeout bounds the lvchange that puts the rate back after ctx ended.
+// restoreTimeout bounds stopping the check and the lvchange that puts the
+// rate back after ctx ended.
 const restoreTimeout = 30 * time.Second
 
 // restoreRate puts back the recovery rate start changed, also when ctx is
-// cancelled (the restore runs on a context of its own).
+// cancelled (it runs on a context of its own). Putting it back is an
+// lvchange, a table reload (suspend and resume) of the RAID LV, and a reload
+// during a sync action ends a check and can hang a raid5 LV in Debian 12's
+// 6.1 kernel (docs/integrity.md, TestReloadDuringSync). So the LV must be
+// idle first: a check tbhost started and did not see finish (budget,
+// SIGTERM) is stopped with dm-raid's "idle" message, which needs no reload;
+// a rebuild or resync is never stopped and the rate is then left for the
+// operator to put back.
 func (s *syncCheck) restoreRate(ctx context.Context) error {
 	if s.restore == nil {
 		return nil
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), restoreTimeout)
 	defer cancel()
+	putBack := fmt.Sprintf("once tbhost integrity status %s shows idle, run lvchange --maxrecoveryrate %d %s", s.name, *s.restore, s.name)
+	if err := s.stopCheck(rctx); err != nil {
+		err = fmt.Errorf("%s: max recovery rate not restored to %s: %w; a reload while a sync action runs can hang the array, so %s", s.name, describeRate(*s.restore), err, putBack)
+		s.rep.Problems = append(s.rep.Problems, err.Error())
+		return err
+	}
 	if err := s.run(rctx, lvm.SetMaxRecoveryRateArgv(s.o.VG, s.o.LV, *s.restore)); err != nil {
-		s.rep.Problems = append(s.rep.Problems, fmt.Sprintf("%s: could not restore the max recovery rate to %s: run lvchange --maxrecoveryrate %d %s", s.name, describeRate(*s.restore), *s.restore, s.name))
-		return fmt.Errorf("restore --maxrecoveryrate %d on %s: %w", *s.restore, s.name, err)
+		err = fmt.Errorf("%s: could not restore the max recovery rate to %s: %w; %s", s.name, describeRate(*s.restore), err, putBack)
+		s.rep.Problems = append(s.rep.Problems, err.Error())
+		return err
 	}
 	s.rep.RecoveryRateRestored = true
-	if !s.rep.Finished {
-		s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("max recovery rate restored to %s: the check still running in the kernel goes on at that rate", describeRate(*s.restore)))
-	}
 	return nil
+}
+
+// stopPoll is how often stopCheck looks whether the check has stopped.
+const stopPoll = time.Second
+
+// stopCheck leaves the LV idle: it returns at once when it is, stops a
+// check with the idle message and waits until lvs shows it stopped, and
+// refuses any other sync action (a rebuild after a failed disk, a resync).
+func (s *syncCheck) stopCheck(ctx context.Context) error {
+	sent, deadline := false, s.o.Clock.Now().Add(restoreTimeout)
+	for {
+		all, err := s.client.LVs(ctx, s.o.VG)
+		if err != nil {
+			return fmt.Errorf("cannot see whether a sync action runs: %w", err)
+		}
+		top, ok := lvm.Find(all, s.o.VG, s.o.LV)
+		if !ok {
+			return fmt.Errorf("%s is not in the lvs report", s.name)
+		}
+		switch top.SyncAction {
+		case "idle", "":
+			if sent {
+				s.rep.CheckStopped = true
+				s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("check stopped at %.2f%% so that the max recovery rate could be put back to %s "+
+					"(putting it back reloads the LV, which would end the check anyway and can hang the array during one); the next check starts again from 0%%. "+
+					"To check an LV larger than one budget covers, set its rate once while it is idle (lvchange --maxrecoveryrate KiB/s %s) and run --syncaction without --maxrecoveryrate: such a check goes on in the kernel after the budget",
+					s.rep.LastPercent, describeRate(*s.restore), s.name))
+			}
+			return nil
+		case "check":
+			if !sent {
+				if err := s.run(ctx, lvm.StopSyncActionArgv(s.o.VG, s.o.LV)); err != nil {
+					return fmt.Errorf("stop the check: %w", err)
+				}
+				sent = true
+				continue
+			}
+		default:
+			return fmt.Errorf("sync action %q is running (not tbhost's check, left alone)", top.SyncAction)
+		}
+		if !s.o.Clock.Now().Before(deadline) {
+			return fmt.Errorf("the check did not stop within %s of the idle message", restoreTimeout)
+		}
+		if err := s.o.Clock.Sleep(ctx, stopPoll); err != nil {
+			return fmt.Errorf("the check did not stop after the idle message: %w", err)
+		}
+	}
 }
 
 // wait polls until the check has finished, the deadline or ctx.
@@ -229,7 +293,7 @@ func (s *syncCheck) wait(ctx context.Context, top lvm.LV) ([]lvm.LV, lvm.LV, err
 			}
 		}
 	}
-	if rep.Stopped != "" {
+	if rep.Stopped != "" && s.restore == nil {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("stopped waiting (%s) at %.2f%%: the check goes on in the kernel; see tbhost integrity status %s", rep.Stopped, rep.LastPercent, s.name))
 	}
 	return all, top, nil

@@ -29,6 +29,22 @@ func SyncActionCheckArgv(vg, lv string) []string {
 	return []string{"lvm", "lvchange", "--syncaction", "check", vg + "/" + lv}
 }
 
+// DMName is the device-mapper name LVM gives vg/lv: dashes in each part
+// doubled, the parts joined by one dash ("vg-hdd", "tables_rimage_0" ->
+// "vg--hdd-tables_rimage_0").
+func DMName(vg, lv string) string {
+	return strings.ReplaceAll(vg, "-", "--") + "-" + strings.ReplaceAll(lv, "-", "--")
+}
+
+// StopSyncActionArgv stops a running check of a RAID LV with dm-raid's own
+// "idle" message. lvchange has no way to stop one, and any lvchange that
+// changes the LV reloads its table (suspend and resume), which ends a check
+// too but can hang the array in Debian 12's 6.1 kernel (docs/integrity.md).
+// Never send it while a rebuild (recover) or resync runs: it stops those.
+func StopSyncActionArgv(vg, lv string) []string {
+	return []string{"dmsetup", "message", DMName(vg, lv), "0", "idle"}
+}
+
 // SetMaxRecoveryRateArgv sets a RAID LV's per-device recovery (and check)
 // rate cap in KiB/s; 0 removes the cap.
 func SetMaxRecoveryRateArgv(vg, lv string, kibPerSec int64) []string {

@@ -3,6 +3,7 @@ package monitor
 import (
 	"errors"
 	"fmt"
+	"github.com/tbhost/tbhost/lvm"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -147,9 +148,7 @@ func (sb *SysBlock) Disk(name string) string {
 
 // DMName mangles an LVM vg/lv pair the way device-mapper names it:
 // every "-" doubled, joined with "-": vg-hdd/tables -> vg--hdd-tables.
-func DMName(vg, lv string) string {
-	return strings.ReplaceAll(vg, "-", "--") + "-" + strings.ReplaceAll(lv, "-", "--")
-}
+func DMName(vg, lv string) string { return lvm.DMName(vg, lv) }
 
 // SplitDMName undoes DMName: vg--hdd-tables_rimage_0 -> vg-hdd, tables_rimage_0.
 func SplitDMName(name string) (vg, lv string, ok bool) {

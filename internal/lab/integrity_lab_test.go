@@ -95,6 +95,19 @@ cpu scrub
 lab_out scrub-again.json < /tmp/o.json
 dmesg | grep -iE 'integrity|raid|md/' | tail -40 | lab_out dmesg.txt
 
+lab_step "syncaction check capped and stopped by its budget under a read load"
+# tbhost must stop its check (dm-raid's idle message) before it puts the
+# LV's own rate back: that lvchange is a table reload, and one during a
+# check ends it and can hang the 6.1 kernel (TestReloadDuringSync)
+lab_run lvchange --maxrecoveryrate 4096 vg-hdd/tables || exit 40
+(while :; do dd if=/dev/vg-hdd/tables of=/dev/null bs=1M count=256 iflag=direct 2>/dev/null || exit; done) & lp=$!
+tbhost integrity scrub --json --syncaction --maxrecoveryrate 2MiB/s --budget 8s vg-hdd/tables > /tmp/o.json 2>/tmp/e.txt; echo $? | lab_out syncaction-budget.rc
+lab_out syncaction-budget.json < /tmp/o.json; lab_out syncaction-budget.err < /tmp/e.txt
+lvs --noheadings -o raid_sync_action,raid_max_recovery_rate vg-hdd/tables | tr -s ' ' | sed 's/^ //' | lab_out syncaction-after.txt
+kill $lp; wait $lp 2>/dev/null
+lab_wait_idle vg-hdd/tables 60
+lab_run lvchange --maxrecoveryrate 0 vg-hdd/tables || exit 41
+
 lab_step "prefix extract rate: ext4 on the array, 36 MB synthetic set, caches dropped"
 if ls /synth/* >/dev/null 2>&1; then
   /sbin/mke2fs -t ext4 -q -F /dev/vg-hdd/tables || exit 30
@@ -245,6 +258,25 @@ func TestLabIntegrityScrubCorruptDisk(t *testing.T) {
 		t.Errorf("second pass still finds %d unreadable blocks: %+v", n, again.Result.Images)
 	}
 	t.Logf("status before corruption was read: exit %s; dmesg:\n%s", out("status-corrupt-unread.rc"), out("dmesg.txt"))
+
+	// a capped --syncaction check stopped by its budget: stopped, the
+	// LV's own rate back, idle (not a reload during the check)
+	var sa struct {
+		Stopped      string     `json:"stopped"`
+		CheckStopped bool       `json:"check_stopped"`
+		Restored     bool       `json:"recovery_rate_restored"`
+		Commands     [][]string `json:"commands"`
+	}
+	if err := json.Unmarshal(res.Outputs["syncaction-budget.json"], &sa); err != nil {
+		t.Fatalf("syncaction-budget.json: %v\n%s", err, out("syncaction-budget.err"))
+	}
+	if rc := out("syncaction-budget.rc"); rc != "0" || sa.Stopped != "budget" || !sa.CheckStopped || !sa.Restored {
+		t.Errorf("capped --syncaction --budget: exit %s, stopped %q, check_stopped %v, restored %v\n%s", rc, sa.Stopped, sa.CheckStopped, sa.Restored, out("syncaction-budget.json"))
+	}
+	if got := out("syncaction-after.txt"); got != "idle 4096" {
+		t.Errorf("after the budget stop: sync action and rate %q, want \"idle 4096\"", got)
+	}
+	t.Logf("capped --syncaction --budget ran %q", sa.Commands)
 }
 
 // checkRates builds the lab's measured rates from the boot's outputs,

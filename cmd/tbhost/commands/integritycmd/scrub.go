@@ -49,7 +49,10 @@ func scrubCommand() *cli.Command {
 
    --syncaction instead runs the kernel's scrub (lvchange --syncaction check, never repair, which
    LVM refuses on integrity LVs), capped with --maxrecoveryrate, waits with progress and reports
-   raid_mismatch_count and the per-image counters.
+   raid_mismatch_count and the per-image counters. It cannot resume: a check stopped waiting for
+   by --budget/--until goes on in the kernel, but with --maxrecoveryrate tbhost stops the check
+   (dmsetup message VG-LV 0 idle) to put the LV's rate back, and the next one starts from 0.
+   For a check longer than a night, set the LV's rate once (lvchange --maxrecoveryrate) instead.
 
    Exit 0 clean (also when stopped by the budget), 1 mismatches found or refused, 3 could not run.`,
 		Flags: []cli.Flag{
@@ -378,7 +381,10 @@ func runSyncCheck(c *cli.Context, g *cliutil.Globals, vg, lv string, dl time.Tim
 	}
 	if err := g.Output(rep, func(w io.Writer) error {
 		state := "finished"
-		if !rep.Finished {
+		switch {
+		case rep.CheckStopped:
+			state = "stopped (" + rep.Stopped + ")"
+		case !rep.Finished:
 			state = "still running (" + rep.Stopped + ")"
 		}
 		fmt.Fprintf(w, "%s: syncaction check %s; raid_mismatch_count %d\n", rep.LV, state, rep.RaidMismatchCount)
