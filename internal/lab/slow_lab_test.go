@@ -63,10 +63,18 @@ rload() { # DEV N: N random 4 KiB O_DIRECT readers of DEV
   sleep 5
 }
 rstop() { kill $pids 2>/dev/null; wait $pids 2>/dev/null; pids=""; }
-check() { # NAME ARRAY: monitor check under the running load, text and JSON
-  /usr/bin/tbhost monitor check --for 30s --interval 5s $2 > $LAB_OUT/$1.txt 2>&1; echo $? > $LAB_OUT/$1.exit
-  /usr/bin/tbhost --json monitor check --for 15s --interval 5s $2 > $LAB_OUT/$1.json 2>/dev/null
+check() { # NAME ARRAY: monitor check under the running load, text and JSON at once
+  /usr/bin/tbhost monitor check --for 30s --interval 5s $2 > $LAB_OUT/$1.txt 2>&1 & ct=$!
+  /usr/bin/tbhost --json monitor check --for 15s --interval 5s $2 > $LAB_OUT/$1.json 2>/dev/null & cj=$!
+  wait $ct; echo $? > $LAB_OUT/$1.exit; wait $cj
   cat $LAB_OUT/$1.txt
+}
+observe() { # NAME ARRAY CAPTURE: check, capture and watch under the running load, all at once
+  capture $3 & oc=$!
+  /usr/bin/tbhost monitor watch --plain --interval 5s --count 2 $2 > /tmp/$1-watch.txt & ow=$!
+  check $1 $2
+  wait $oc $ow
+  lab_out $1-watch.txt < /tmp/$1-watch.txt
 }
 capture() { # NAME: 7 samples of /proc/diskstats 5 s apart and a fixture tree (lab_capture)
   c=/tmp/cap/$1
@@ -83,9 +91,7 @@ for vg in vg-hdd vg-fast; do
   lab_step "$vg/tables under random reads"
   t0=$(cut -d' ' -f1 /proc/uptime)
   rload /dev/$vg/tables 8
-  check $vg $vg/tables
-  if [ $vg = vg-hdd ]; then capture raid5-slow-member; else capture raid5-slow-member-uncapped; fi
-  /usr/bin/tbhost monitor watch --plain --interval 5s --count 2 $vg/tables | lab_out $vg-watch.txt
+  if [ $vg = vg-hdd ]; then observe $vg $vg/tables raid5-slow-member; else observe $vg $vg/tables raid5-slow-member-uncapped; fi
   rstop
   echo "lab: $vg load and checks took $t0 .. $(cut -d' ' -f1 /proc/uptime)s"
 done
@@ -121,9 +127,7 @@ while [ $i -lt 4 ]; do
   pids="$pids $!"; i=$((i + 1))
 done
 rload /dev/vg-fast/tables 3
-check hot vg-fast/tables
-capture raid5-hot-table
-/usr/bin/tbhost monitor watch --plain --interval 5s --count 2 vg-fast/tables | lab_out hot-watch.txt
+observe hot vg-fast/tables raid5-hot-table
 rstop
 echo "lab: hot table load and checks took $t0 .. $(cut -d' ' -f1 /proc/uptime)s"
 umount /mnt/vg-fast
