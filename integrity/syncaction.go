@@ -3,6 +3,7 @@ package integrity
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -21,6 +22,10 @@ type SyncCheckOptions struct {
 	Deadline        time.Time     // stop waiting then (the check goes on in the kernel)
 	Clock           Clock
 	Progress        func(action string, percent float64)
+	// RateRecord is the file that holds the LV's own rate while tbhost caps
+	// it (DefaultRateRecordPath), so that the run after one killed while
+	// capped puts it back; "" keeps none.
+	RateRecord string
 }
 
 // SyncCheckReport is what the check found.
@@ -79,6 +84,9 @@ func SyncCheck(ctx context.Context, o SyncCheckOptions) (rep SyncCheckReport, er
 			err = rerr
 		}
 	}()
+	if err := s.recoverCap(ctx, top); err != nil {
+		return rep, err
+	}
 	if err := s.start(ctx, top); err != nil {
 		return rep, err
 	}
@@ -98,8 +106,11 @@ type syncCheck struct {
 	rep    *SyncCheckReport
 	client lvm.Client
 	// restore is the recovery rate to put back (KiB/s), set once tbhost
-	// changed it.
+	// changed it (or found it capped by a killed run, recoverCap).
 	restore *int64
+	// own is the LV's own rate a killed run recorded, where the LV still
+	// has that run's cap: start records and restores it, not the cap.
+	own *int64
 }
 
 func (s *syncCheck) run(ctx context.Context, argv []string) error {
@@ -140,13 +151,18 @@ func (s *syncCheck) start(ctx context.Context, top lvm.LV) error {
 	}
 	if s.o.MaxRecoveryRate > 0 {
 		kib := max(s.o.MaxRecoveryRate/1024, 1)
-		res, err := s.o.Runner.Run(ctx, lvm.MaxRecoveryRateArgv(s.o.VG, s.o.LV)...)
-		var old int64
-		if err == nil {
-			old, err = lvm.ParseMaxRecoveryRate(res.Stdout)
-		}
+		old, err := s.currentRate(ctx)
 		if err != nil {
 			return fmt.Errorf("%s: cannot read the current max recovery rate, so tbhost could not restore it: not changing it (%w); run without --maxrecoveryrate", s.name, err)
+		}
+		if s.own != nil {
+			old = *s.own
+		}
+		if s.o.RateRecord != "" {
+			rec := capRecord{LV: s.name, OwnKiB: old, CapKiB: kib, PID: os.Getpid(), Started: s.o.Clock.Now().UTC()}
+			if err := writeJSONAtomic(s.o.RateRecord, rec); err != nil {
+				return fmt.Errorf("%s: cannot record the LV's own max recovery rate, so a killed run could not have it put back: not changing it (%w); run without --maxrecoveryrate", s.name, err)
+			}
 		}
 		if err := s.run(ctx, lvm.SetMaxRecoveryRateArgv(s.o.VG, s.o.LV, kib)); err != nil {
 			return fmt.Errorf("set --maxrecoveryrate: %w", err)
@@ -159,6 +175,63 @@ func (s *syncCheck) start(ctx context.Context, top lvm.LV) error {
 		return fmt.Errorf("start the check: %w", err)
 	}
 	return nil
+}
+
+// currentRate reads the LV's max recovery rate (KiB/s, 0 none).
+func (s *syncCheck) currentRate(ctx context.Context) (int64, error) {
+	res, err := s.o.Runner.Run(ctx, lvm.MaxRecoveryRateArgv(s.o.VG, s.o.LV)...)
+	if err != nil {
+		return 0, err
+	}
+	return lvm.ParseMaxRecoveryRate(res.Stdout)
+}
+
+// recoverCap reads the rate record a killed run left (RateRecord). While
+// the LV still has that run's cap, the recorded rate is its own: an idle LV
+// gets it back now (a reload of an idle LV is safe) unless this run caps it
+// anyway (start then restores the recorded rate, not the cap); a running
+// check gets it back when tbhost stops waiting (restoreRate). A rate changed
+// since makes the record stale: it is dropped. A record whose writer still
+// runs is another tbhost checking the LV: refused.
+func (s *syncCheck) recoverCap(ctx context.Context, top lvm.LV) error {
+	if s.o.RateRecord == "" {
+		return nil
+	}
+	rec, err := readCapRecord(s.o.RateRecord, s.name)
+	if err != nil || rec == nil {
+		return err
+	}
+	if tbhostAlive(rec.PID) {
+		return fmt.Errorf("%s: tbhost (pid %d, started %s) is checking it with a capped rate (%s): wait for it to end", s.name, rec.PID, rec.Started.Format(time.RFC3339), s.o.RateRecord)
+	}
+	cur, err := s.currentRate(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: cannot read the current max recovery rate to compare with %s: %w", s.name, s.o.RateRecord, err)
+	}
+	if cur != rec.CapKiB {
+		s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("%s: a run started %s left its rate record, but the LV's rate is %s, not that run's cap of %d KiB/s: it was changed since, record dropped",
+			s.o.RateRecord, rec.Started.Format(time.RFC3339), describeRate(cur), rec.CapKiB))
+		return removeCapRecord(s.o.RateRecord)
+	}
+	own := rec.OwnKiB
+	s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("a tbhost run (pid %d, started %s) was killed while %s's max recovery rate was capped at %d KiB/s; its own rate, %s, is put back (%s)",
+		rec.PID, rec.Started.Format(time.RFC3339), s.name, rec.CapKiB, describeRate(own), s.o.RateRecord))
+	switch top.SyncAction {
+	case "check":
+		s.restore = &own
+		s.rep.RecoveryRateBefore = &own
+	case "idle", "":
+		if s.o.MaxRecoveryRate > 0 {
+			s.own = &own
+			return nil
+		}
+		if err := s.run(ctx, lvm.SetMaxRecoveryRateArgv(s.o.VG, s.o.LV, own)); err != nil {
+			return fmt.Errorf("%s: put back the max recovery rate %s a killed run capped: %w", s.name, describeRate(own), err)
+		}
+		s.rep.RecoveryRateBefore, s.rep.RecoveryRateRestored = &own, true
+		return removeCapRecord(s.o.RateRecord)
+	}
+	return nil // a rebuild or resync: no reload now; start refuses, the record stays
 }
 
 func describeRate(kib int64) string {
@@ -199,6 +272,9 @@ func (s *syncCheck) restoreRate(ctx context.Context) error {
 		return err
 	}
 	s.rep.RecoveryRateRestored = true
+	if err := removeCapRecord(s.o.RateRecord); err != nil {
+		s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("%v: the rate is back; remove the file", err))
+	}
 	return nil
 }
 

@@ -46,6 +46,7 @@ type idleAfterMessage struct {
 	t    *testing.T
 	idle []byte
 	sent bool
+	hook func(argv []string) // called before each command, if set
 }
 
 func newIdleAfterMessage(t *testing.T, rec *execx.Recorded) *idleAfterMessage {
@@ -58,6 +59,9 @@ func newIdleAfterMessage(t *testing.T, rec *execx.Recorded) *idleAfterMessage {
 }
 
 func (r *idleAfterMessage) Run(ctx context.Context, argv ...string) (execx.Result, error) {
+	if r.hook != nil {
+		r.hook(argv)
+	}
 	res, err := r.Recorded.Run(ctx, argv...)
 	switch {
 	case slices.Equal(argv, lvm.StopSyncActionArgv("vg-hdd", "tables")):

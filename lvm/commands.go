@@ -56,9 +56,9 @@ func MaxRecoveryRateArgv(vg, lv string) []string {
 	return []string{"lvm", "lvs", "--reportformat", "json", "--units", "b", "--nosuffix", "-o", "raid_max_recovery_rate", vg + "/" + lv}
 }
 
-// maxRecoveryRateLimit is far above any disk (1 TiB/s in KiB/s): a value
+// MaxRecoveryRateLimit is far above any disk (1 TiB/s in KiB/s): a value
 // beyond it is not a rate lvm reported.
-const maxRecoveryRateLimit = 1 << 30
+const MaxRecoveryRateLimit = 1 << 30
 
 // ParseMaxRecoveryRate reads the output of MaxRecoveryRateArgv: the cap in
 // KiB/s, 0 when there is none.
@@ -79,7 +79,7 @@ func ParseMaxRecoveryRate(stdout []byte) (int64, error) {
 		return 0, nil
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 || n > maxRecoveryRateLimit {
+	if err != nil || n < 0 || n > MaxRecoveryRateLimit {
 		return 0, fmt.Errorf("lvs raid_max_recovery_rate %q: not a rate in KiB/s", v)
 	}
 	return n, nil

@@ -104,7 +104,17 @@ lab_run lvchange --maxrecoveryrate 4096 vg-hdd/tables || exit 40
 tbhost integrity scrub --json --syncaction --maxrecoveryrate 2MiB/s --budget 8s vg-hdd/tables > /tmp/o.json 2>/tmp/e.txt; echo $? | lab_out syncaction-budget.rc
 lab_out syncaction-budget.json < /tmp/o.json; lab_out syncaction-budget.err < /tmp/e.txt
 lvs --noheadings -o raid_sync_action,raid_max_recovery_rate vg-hdd/tables | tr -s ' ' | sed 's/^ //' | lab_out syncaction-after.txt
+# a capped run killed with SIGKILL cannot put the rate back: the next run must
+tbhost integrity scrub --syncaction --maxrecoveryrate 2MiB/s vg-hdd/tables > /tmp/k.txt 2>&1 & kp=$!
+i=0; while [ $i -lt 60 ] && ! grep -q 'check' /tmp/k.txt 2>/dev/null; do sleep 1; i=$((i+1)); done
+sleep 2; kill -9 $kp; wait $kp 2>/dev/null
+lvs --noheadings -o raid_sync_action,raid_max_recovery_rate vg-hdd/tables | tr -s ' ' | sed 's/^ //' | lab_out syncaction-killed.txt
+tbhost integrity scrub --json --syncaction --budget 8s vg-hdd/tables > /tmp/o.json 2>/tmp/e.txt; echo $? | lab_out syncaction-after-kill.rc
+lab_out syncaction-after-kill.json < /tmp/o.json; lab_out syncaction-after-kill.err < /tmp/e.txt
+lvs --noheadings -o raid_max_recovery_rate vg-hdd/tables | tr -d ' ' | lab_out syncaction-after-kill-rate.txt
+ls /var/lib/tbhost/ | lab_out syncaction-state-files.txt
 kill $lp; wait $lp 2>/dev/null
+dmsetup message vg--hdd-tables 0 idle
 lab_wait_idle vg-hdd/tables 60
 lab_run lvchange --maxrecoveryrate 0 vg-hdd/tables || exit 41
 
@@ -277,6 +287,25 @@ func TestLabIntegrityScrubCorruptDisk(t *testing.T) {
 		t.Errorf("after the budget stop: sync action and rate %q, want \"idle 4096\"", got)
 	}
 	t.Logf("capped --syncaction --budget ran %q", sa.Commands)
+
+	// the capped run killed with SIGKILL left the cap; the next run (no
+	// cap of its own) put the LV's own rate back from the record
+	if got := out("syncaction-killed.txt"); got != "check 2048" {
+		t.Errorf("right after the SIGKILL: sync action and rate %q, want \"check 2048\" (the killed run's check at its cap)", got)
+	}
+	var ak struct {
+		Restored bool     `json:"recovery_rate_restored"`
+		Notes    []string `json:"notes"`
+	}
+	if err := json.Unmarshal(res.Outputs["syncaction-after-kill.json"], &ak); err != nil {
+		t.Fatalf("syncaction-after-kill.json: %v\n%s", err, out("syncaction-after-kill.err"))
+	}
+	if rc, rate := out("syncaction-after-kill.rc"), out("syncaction-after-kill-rate.txt"); rc != "0" || rate != "4096" || !ak.Restored {
+		t.Errorf("the run after the SIGKILL: exit %s, rate %s (want 4096, the LV's own), restored %v; notes %q", rc, rate, ak.Restored, ak.Notes)
+	}
+	if files := out("syncaction-state-files.txt"); strings.Contains(files, "syncaction-rate") {
+		t.Errorf("the rate record is still there once the rate is back: %s", files)
+	}
 }
 
 // checkRates builds the lab's measured rates from the boot's outputs,

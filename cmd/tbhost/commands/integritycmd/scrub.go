@@ -53,13 +53,15 @@ func scrubCommand() *cli.Command {
    by --budget/--until goes on in the kernel, but with --maxrecoveryrate tbhost stops the check
    (dmsetup message VG-LV 0 idle) to put the LV's rate back, and the next one starts from 0.
    For a check longer than a night, set the LV's rate once (lvchange --maxrecoveryrate) instead.
+   Before capping, the LV's own rate is recorded (--state); a run killed while capped (kill -9,
+   a reboot) has it put back by the next --syncaction run.
 
    Exit 0 clean (also when stopped by the budget), 1 mismatches found or refused, 3 could not run.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "rate", Value: "100MiB/s", Usage: "total read rate cap over all images (0: unthrottled, no backoff)"},
 			&cli.DurationFlag{Name: "budget", Usage: "stop after this long, e.g. 2h (resume next run)"},
 			&cli.StringFlag{Name: "until", Usage: "stop at this local time, e.g. 06:00 (the next occurrence)"},
-			&cli.StringFlag{Name: "state", Usage: "checkpoint `FILE` (default /var/lib/tbhost/scrub-<vg>-<lv>.json)"},
+			&cli.StringFlag{Name: "state", Usage: "checkpoint `FILE` (default /var/lib/tbhost/scrub-<vg>-<lv>.json; with --syncaction the LV's own rate while capped, default /var/lib/tbhost/syncaction-rate-<vg>-<lv>.json)"},
 			&cli.IntFlag{Name: "parallel", Usage: "images read at once (default: all; each image sits on its own disk)"},
 			&cli.StringFlag{Name: "chunk", Value: "4MiB", Usage: "bytes per read"},
 			&cli.DurationFlag{Name: "max-await", Value: integrity.DefaultMaxAwait, Usage: "member disk r_await above which the scrub backs off"},
@@ -360,7 +362,11 @@ func runSyncCheck(c *cli.Context, g *cliutil.Globals, vg, lv string, dl time.Tim
 	if !g.JSON && g.Terminal() {
 		bar = progressbar.NewOptions(10000, progressbar.OptionSetWriter(g.Stderr), progressbar.OptionSetDescription("syncaction check"), progressbar.OptionSetWidth(30))
 	}
-	rep, err := integrity.SyncCheck(ctx, integrity.SyncCheckOptions{VG: vg, LV: lv, Runner: g.Runner, MaxRecoveryRate: maxRate, Deadline: dl,
+	record := c.String("state")
+	if record == "" {
+		record = integrity.DefaultRateRecordPath(vg, lv)
+	}
+	rep, err := integrity.SyncCheck(ctx, integrity.SyncCheckOptions{VG: vg, LV: lv, Runner: g.Runner, MaxRecoveryRate: maxRate, Deadline: dl, RateRecord: record,
 		Progress: func(action string, pct float64) {
 			switch {
 			case bar != nil && pct >= 0:
