@@ -151,12 +151,9 @@ func (s *syncCheck) start(ctx context.Context, top lvm.LV) error {
 	}
 	if s.o.MaxRecoveryRate > 0 {
 		kib := max(s.o.MaxRecoveryRate/1024, 1)
-		old, err := s.currentRate(ctx)
+		old, err := s.ownRate(ctx)
 		if err != nil {
 			return fmt.Errorf("%s: cannot read the current max recovery rate, so tbhost could not restore it: not changing it (%w); run without --maxrecoveryrate", s.name, err)
-		}
-		if s.own != nil {
-			old = *s.own
 		}
 		if s.o.RateRecord != "" {
 			rec := capRecord{LV: s.name, OwnKiB: old, CapKiB: kib, PID: os.Getpid(), Started: s.o.Clock.Now().UTC()}
@@ -186,6 +183,15 @@ func (s *syncCheck) currentRate(ctx context.Context) (int64, error) {
 	return lvm.ParseMaxRecoveryRate(res.Stdout)
 }
 
+// ownRate is the LV's own rate: the one a killed run recorded (recoverCap
+// read the LV's rate already and found that run's cap), else the LV's.
+func (s *syncCheck) ownRate(ctx context.Context) (int64, error) {
+	if s.own != nil {
+		return *s.own, nil
+	}
+	return s.currentRate(ctx)
+}
+
 // recoverCap reads the rate record a killed run left (RateRecord). While
 // the LV still has that run's cap, the recorded rate is its own: an idle LV
 // gets it back now (a reload of an idle LV is safe) unless this run caps it
@@ -202,7 +208,7 @@ func (s *syncCheck) recoverCap(ctx context.Context, top lvm.LV) error {
 		return err
 	}
 	if tbhostAlive(rec.PID) {
-		return fmt.Errorf("%s: tbhost (pid %d, started %s) is checking it with a capped rate (%s): wait for it to end", s.name, rec.PID, rec.Started.Format(time.RFC3339), s.o.RateRecord)
+		return fmt.Errorf("%s: tbhost (pid %d, started %s) is checking it with a capped rate (%s): wait for it to end (if pid %d is not that check, e.g. after a reboot, remove the file)", s.name, rec.PID, rec.Started.Format(time.RFC3339), s.o.RateRecord, rec.PID)
 	}
 	cur, err := s.currentRate(ctx)
 	if err != nil {

@@ -94,6 +94,15 @@ func TestSyncCheckPutsBackTheRateOfAKilledRun(t *testing.T) {
 		if got := rateCalls(run.Calls); strings.Join(got, ",") != "51200,128000" {
 			t.Fatalf("rate calls %v: want the cap, then the recorded 128000", got)
 		}
+		reads := 0
+		for _, c := range run.Calls {
+			if slices.Equal(c, lvm.MaxRecoveryRateArgv("vg-hdd", "tables")) {
+				reads++
+			}
+		}
+		if reads != 1 {
+			t.Errorf("read the LV's rate %d times, want once", reads)
+		}
 		if rep.RecoveryRateBefore == nil || *rep.RecoveryRateBefore != 128000 {
 			t.Errorf("rate before %v, want 128000", rep.RecoveryRateBefore)
 		}
