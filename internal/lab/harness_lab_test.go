@@ -114,7 +114,7 @@ dd if=$(lab_dev HDD1) bs=512 skip=2049 count=1 2>/dev/null | od -An -v -tx1 | tr
 	}
 	th := res["throttle"]
 	to := func(n string) string { return strings.TrimSpace(string(th.Outputs[n])) }
-	t.Logf("throttle: 4 MiB read in %s cs capped at 1 MiB/s, %s cs after the lift; host: %v", to("capped.cs"), to("free.cs"), boot.Throttles)
+	t.Logf("throttle: 4 MiB read in %s cs capped at 1 MiB/s, %s cs after the lift; host: %v", to("capped.cs"), to("free.cs"), boot.HostRequests)
 	if to("cap.rc") != "0" || to("lift.rc") != "0" {
 		t.Errorf("lab_throttle: exit %s (cap), %s (lift):\n%s", to("cap.rc"), to("lift.rc"), th.Log)
 	}

@@ -37,9 +37,10 @@ type Result struct {
 	// second boot via Disk.Image).
 	Images   map[string]string
 	Duration time.Duration
-	// Throttles lists the scenario's lab_throttle requests and how each
-	// ended ("ID BYTES_PER_S DISK...: ok" or ": error: ...").
-	Throttles []string
+	// HostRequests lists the scenario's lab_throttle and lab_dirty
+	// requests and how each ended ("THROTTLE ID BYTES_PER_S DISK...: ok",
+	// "DIRTY ID count DISK...: ok hdd1=0 ..." or ": error: ...").
+	HostRequests []string
 }
 
 // Run boots one guest with cfg's disks, runs its scenario and returns the
@@ -84,7 +85,7 @@ func (l *Lab) Run(ctx context.Context, cfg Config) (*Result, error) {
 		out = io.MultiWriter(logFile, newConsoleFilter(l.Console, mark))
 	}
 	args := qemuArgs(cfg, l.Base.Kernel, initrd, images)
-	// QMP for lab_throttle, on a unix socket
+	// QMP for lab_throttle and lab_dirty, on a unix socket
 	qmpDir, err := qmpSocketDir()
 	if err != nil {
 		return nil, fmt.Errorf("qmp socket dir: %w", err)
@@ -102,15 +103,18 @@ func (l *Lab) Run(ctx context.Context, cfg Config) (*Result, error) {
 	out = io.MultiWriter(out, newHangWatcher(mark, func(report string) {
 		endBoot(&HangError{Report: report, LogPath: logPath})
 	}))
-	// the serial console's input: lab_throttle's answers
+	// the serial console's input: the answers to lab_throttle and lab_dirty
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("console input pipe: %w", err)
 	}
 	defer inW.Close()
-	qmp := &qmpThrottler{ctx: ctx, path: qmpPath}
+	qmp := &qmpHost{ctx: ctx, path: qmpPath}
 	defer qmp.Close()
-	watch := newThrottleWatcher(out, mark, cfg.Disks, qmp.apply, inW)
+	watch := newRequestWatcher(out, mark, map[string]requestHandler{
+		"THROTTLE": throttleHandler(cfg.Disks, qmp.throttle),
+		"DIRTY":    dirtyHandler(cfg.Disks, qmp.dirty),
+	}, inW)
 	start := time.Now()
 	log.Info("booting lab VM", "disks", len(cfg.Disks), "log", logPath)
 	p, err := startQemu(ctx, args, inR, watch)
@@ -121,9 +125,9 @@ func (l *Lab) Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer p.Kill() // also on panic
 	waitErr := p.Wait()
 	watch.Wait()
-	res := &Result{ExitCode: -1, LogPath: logPath, Images: images, Duration: time.Since(start), Throttles: watch.Handled()}
-	for _, h := range res.Throttles {
-		log.Info("lab throttle", "request", h)
+	res := &Result{ExitCode: -1, LogPath: logPath, Images: images, Duration: time.Since(start), HostRequests: watch.Handled()}
+	for _, h := range res.HostRequests {
+		log.Info("lab host request", "request", h)
 	}
 	logFile.Sync()
 	data, err := os.ReadFile(logPath)

@@ -1,14 +1,18 @@
 package lab
 
-// Runtime read caps on a running guest's disks. A scenario asks with
-// lab_throttle (lib.sh): it prints "MARK THROTTLE ID BYTES_PER_S NAME..."
-// on the console; the host (throttleWatcher, on the serial stream) applies
-// qemu's block_set_io_throttle to each named drive over QMP and answers on
-// the guest's console input "lab-throttle ID ok" (or "lab-throttle ID
-// error: ..."), which lab_throttle waits for. A cap set at boot
-// (Disk.ReadIOPS) holds for the whole boot; this one holds for one step,
-// e.g. to keep an integrity re-initialisation running long enough to be
-// interrupted.
+// Requests of a running guest to the host, over its serial console. A
+// scenario prints "MARK KIND ID ARGS..." on the console; the host
+// (requestWatcher, on the serial stream) carries it out over QMP and
+// answers on the guest's console input "lab-kind ID ok [REPLY]" (or
+// "lab-kind ID error: ..."), which the guest waits for. Two kinds:
+//
+//   - THROTTLE (lab_throttle in lib.sh): runtime read caps on the guest's
+//     disks with qemu's block_set_io_throttle. A cap set at boot
+//     (Disk.ReadIOPS) holds for the whole boot; this one holds for one
+//     step, e.g. to keep an integrity re-initialisation running long enough
+//     to be interrupted.
+//   - DIRTY (lab_dirty, dirty.go): qemu's dirty bitmaps, which count every
+//     byte the guest writes to a disk.
 
 import (
 	"bufio"
@@ -118,28 +122,35 @@ func (c *qmpClient) readMessage() (*qmpMessage, error) {
 
 // execute runs one command and waits for its reply (events are skipped).
 func (c *qmpClient) execute(cmd string, args any) error {
+	_, err := c.call(cmd, args)
+	return err
+}
+
+// call runs one command and returns its reply's "return" value (events
+// are skipped).
+func (c *qmpClient) call(cmd string, args any) (json.RawMessage, error) {
 	req := map[string]any{"execute": cmd}
 	if args != nil {
 		req["arguments"] = args
 	}
 	b, err := json.Marshal(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	c.conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
 	if _, err := c.conn.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("qmp %s: %w", cmd, err)
+		return nil, fmt.Errorf("qmp %s: %w", cmd, err)
 	}
 	for {
 		m, err := c.readMessage()
 		if err != nil {
-			return fmt.Errorf("qmp %s: %w", cmd, err)
+			return nil, fmt.Errorf("qmp %s: %w", cmd, err)
 		}
 		switch {
 		case m.Error != nil:
-			return fmt.Errorf("qmp %s: %s: %s", cmd, m.Error.Class, m.Error.Desc)
+			return nil, fmt.Errorf("qmp %s: %s: %s", cmd, m.Error.Class, m.Error.Desc)
 		case m.Return != nil:
-			return nil
+			return m.Return, nil
 		}
 		// an event or a stray greeting: keep reading
 	}
@@ -155,14 +166,18 @@ func (c *qmpClient) setReadCap(drive string, bps int64) error {
 
 func (c *qmpClient) Close() error { return c.conn.Close() }
 
-// throttleWatcher passes the serial console through to out and answers
-// the guest's throttle requests (see the file comment).
-type throttleWatcher struct {
-	out    io.Writer
-	prefix string // MARK + " THROTTLE "
-	known  map[string]bool
-	apply  func(ThrottleRequest) error
-	answer io.Writer // the guest's console input
+// requestHandler carries out one request: rest is the console line after
+// "MARK KIND "; it returns the request's id and the answer's text after
+// "ok" (may be empty).
+type requestHandler func(rest string) (id, reply string, err error)
+
+// requestWatcher passes the serial console through to out and answers the
+// guest's requests (see the file comment).
+type requestWatcher struct {
+	out      io.Writer
+	mark     string
+	handlers map[string]requestHandler // by KIND
+	answer   io.Writer                 // the guest's console input
 
 	mu  sync.Mutex // buf
 	buf []byte
@@ -172,22 +187,43 @@ type throttleWatcher struct {
 	done []string   // each request and its outcome
 }
 
-func newThrottleWatcher(out io.Writer, mark string, disks []Disk, apply func(ThrottleRequest) error, answer io.Writer) *throttleWatcher {
+func newRequestWatcher(out io.Writer, mark string, handlers map[string]requestHandler, answer io.Writer) *requestWatcher {
+	return &requestWatcher{out: out, mark: mark, handlers: handlers, answer: answer}
+}
+
+// throttleHandler parses a THROTTLE request for the run's disks and applies
+// it.
+func throttleHandler(disks []Disk, apply func(ThrottleRequest) error) requestHandler {
+	known := diskNames(disks)
+	return func(rest string) (string, string, error) {
+		req, err := parseThrottle(rest, known)
+		if err == nil {
+			err = apply(req)
+		}
+		return req.ID, "", err
+	}
+}
+
+func diskNames(disks []Disk) map[string]bool {
 	known := map[string]bool{}
 	for _, d := range disks {
 		known[d.Name] = true
 	}
-	return &throttleWatcher{out: out, prefix: mark + " THROTTLE ", known: known, apply: apply, answer: answer}
+	return known
 }
 
-func (w *throttleWatcher) Write(p []byte) (int, error) {
+func (w *requestWatcher) Write(p []byte) (int, error) {
 	n, err := w.out.Write(p)
 	w.mu.Lock()
 	eachLine(&w.buf, p, func(line string) error {
-		if j := strings.Index(line, w.prefix); j >= 0 {
-			rest := strings.TrimSpace(line[j+len(w.prefix):])
+		j := strings.Index(line, w.mark+" ")
+		if j < 0 {
+			return nil
+		}
+		kind, rest, _ := strings.Cut(line[j+len(w.mark)+1:], " ")
+		if h, ok := w.handlers[kind]; ok {
 			w.wg.Add(1)
-			go w.handle(rest) // never block the console
+			go w.handle(kind, h, strings.TrimSpace(rest)) // never block the console
 		}
 		return nil
 	})
@@ -198,64 +234,74 @@ func (w *throttleWatcher) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func (w *throttleWatcher) handle(rest string) {
+func (w *requestWatcher) handle(kind string, h requestHandler, rest string) {
 	defer w.wg.Done()
-	req, err := parseThrottle(rest, w.known)
-	if err == nil {
-		err = w.apply(req)
-	}
-	id := req.ID
+	id, reply, err := h(rest)
 	if id == "" {
 		id = "-"
 	}
 	msg := "ok"
+	if reply != "" {
+		msg += " " + reply
+	}
 	if err != nil {
 		msg = "error: " + strings.ReplaceAll(err.Error(), "\n", " ")
 	}
 	w.amu.Lock()
 	defer w.amu.Unlock()
-	w.done = append(w.done, fmt.Sprintf("%s: %s", rest, msg))
-	fmt.Fprintf(w.answer, "lab-throttle %s %s\n", id, msg)
+	w.done = append(w.done, fmt.Sprintf("%s %s: %s", kind, rest, msg))
+	fmt.Fprintf(w.answer, "lab-%s %s %s\n", strings.ToLower(kind), id, msg)
 }
 
 // Wait waits for the requests being answered.
-func (w *throttleWatcher) Wait() { w.wg.Wait() }
+func (w *requestWatcher) Wait() { w.wg.Wait() }
 
-// Handled lists each request and its outcome.
-func (w *throttleWatcher) Handled() []string {
+// Handled lists each request ("KIND ARGS...") and its outcome.
+func (w *requestWatcher) Handled() []string {
 	w.amu.Lock()
 	defer w.amu.Unlock()
 	return append([]string(nil), w.done...)
 }
 
-// qmpThrottler applies requests over one lazily opened QMP connection.
-type qmpThrottler struct {
+// qmpHost carries out the guest's requests over one lazily opened QMP
+// connection.
+type qmpHost struct {
 	ctx  context.Context
 	path string
 	mu   sync.Mutex
 	c    *qmpClient
 }
 
-func (q *qmpThrottler) apply(r ThrottleRequest) error {
-	q.mu.Lock()
-	defer q.mu.Unlock()
+// client is the connection, opened on first use; call with q.mu held.
+func (q *qmpHost) client() (*qmpClient, error) {
 	if q.c == nil {
 		c, err := dialQMP(q.ctx, q.path)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		q.c = c
 	}
+	return q.c, nil
+}
+
+// throttle applies a THROTTLE request.
+func (q *qmpHost) throttle(r ThrottleRequest) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	c, err := q.client()
+	if err != nil {
+		return err
+	}
 	var errs []error
 	for _, d := range r.Disks {
-		if err := q.c.setReadCap(d, r.BpsRd); err != nil {
+		if err := c.setReadCap(d, r.BpsRd); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", d, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func (q *qmpThrottler) Close() {
+func (q *qmpHost) Close() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.c != nil {

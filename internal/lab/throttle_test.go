@@ -48,7 +48,7 @@ func TestThrottleWatcherAnswersRequests(t *testing.T) {
 	}
 	disks, _ := Disks(HDD, 2, 64, "512n")
 	var amu lockedBuffer
-	w := newThrottleWatcher(&out, "TBHOST-LAB-ab", disks, apply, &amu)
+	w := newRequestWatcher(&out, "TBHOST-LAB-ab", map[string]requestHandler{"THROTTLE": throttleHandler(disks, apply)}, &amu)
 	input := "boot\r\nTBHOST-LAB-ab THROTTLE 1.1 4096 hd" + "d1 hdd2\r\nlab: noise THROTTLE 9 9 hdd1\nTBHOST-LAB-ab THROTTLE 2.2 13 hdd1\nTBHOST-LAB-ab THROTTLE 3.3 1 hdd9\nend"
 	for _, chunk := range []string{input[:20], input[20:33], input[33:]} {
 		if _, err := w.Write([]byte(chunk)); err != nil {
@@ -147,9 +147,9 @@ func TestQMPThrottlerSetsReadCaps(t *testing.T) {
 	path, got := fakeQMP(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	q := &qmpThrottler{ctx: ctx, path: path}
+	q := &qmpHost{ctx: ctx, path: path}
 	defer q.Close()
-	if err := q.apply(ThrottleRequest{ID: "1", BpsRd: 2 << 20, Disks: []string{"hdd1", "hdd2"}}); err != nil {
+	if err := q.throttle(ThrottleRequest{ID: "1", BpsRd: 2 << 20, Disks: []string{"hdd1", "hdd2"}}); err != nil {
 		t.Fatal(err)
 	}
 	if req := <-got; req["execute"] != "qmp_capabilities" {
@@ -164,7 +164,7 @@ func TestQMPThrottlerSetsReadCaps(t *testing.T) {
 		}
 	}
 	// the same connection again; an error names the drive and qemu's reason
-	err := q.apply(ThrottleRequest{ID: "2", BpsRd: 0, Disks: []string{"bad"}})
+	err := q.throttle(ThrottleRequest{ID: "2", BpsRd: 0, Disks: []string{"bad"}})
 	if err == nil || !strings.Contains(err.Error(), "bad") || !strings.Contains(err.Error(), "Device 'bad' not found") {
 		t.Errorf("error %v", err)
 	}

@@ -146,26 +146,51 @@ lab_stop_load() {
   wait "$lab_load_pid" 2>/dev/null; lab_load_pid=
 }
 
+# lab_host KIND ARGS...: ask the host (internal/lab/throttle.go): the
+# request is a marker line on the console, the answer "lab-kind ID ok
+# [REPLY]" or "lab-kind ID error: ..." comes in on the console's input.
+# Prints REPLY and returns 0 on ok; 1 with the reason on stderr (an error,
+# no answer in 60 s).
+lab_host() {
+  lab_kind=$1; shift
+  lab_word=lab-$(echo "$lab_kind" | tr A-Z a-z)
+  lab_tid=$$.$RANDOM$RANDOM
+  stty -echo < /dev/console 2>/dev/null
+  echo "$LAB_MARK $lab_kind $lab_tid $*" > /dev/console
+  lab_t0=$(cut -d. -f1 /proc/uptime)
+  while :; do
+    if read -r -t 5 lab_w lab_id lab_ok lab_rest < /dev/console; then
+      [ "$lab_w" = "$lab_word" ] && [ "$lab_id" = "$lab_tid" ] || continue
+      [ "$lab_ok" = ok ] && { [ -z "$lab_rest" ] || echo "$lab_rest"; return 0; }
+      echo "lab: $lab_kind $*: $lab_ok $lab_rest" >&2; return 1
+    fi
+    [ $(( $(cut -d. -f1 /proc/uptime) - lab_t0 )) -ge 60 ] && { echo "lab: $lab_kind $*: no answer from the host in 60 s" >&2; return 1; }
+  done
+}
+
 # lab_throttle BYTES_PER_S DISK...: the host caps the reads of the run's
 # disks DISK... (their config names: hdd1, ...) at BYTES_PER_S while the
 # guest runs (qemu's block_set_io_throttle over QMP; 0 lifts the cap, and
 # every other limit of the drive is replaced). Returns 0 once the host says
 # it is applied; 1 with the reason on stderr (an unknown disk, a QMP error,
-# no answer in 60 s). The request is a marker line on the console; the
-# answer comes in on the console's input.
+# no answer in 60 s).
 lab_throttle() {
-  lab_tid=$$.$RANDOM$RANDOM
-  stty -echo < /dev/console 2>/dev/null
-  echo "$LAB_MARK THROTTLE $lab_tid $*" > /dev/console
-  lab_t0=$(cut -d. -f1 /proc/uptime)
-  while :; do
-    if read -r -t 5 lab_w lab_id lab_rest < /dev/console; then
-      [ "$lab_w" = lab-throttle ] && [ "$lab_id" = "$lab_tid" ] || continue
-      [ "$lab_rest" = ok ] && { echo "lab: reads of $(echo $* | cut -d' ' -f2-) capped at $1 B/s (0: no cap)"; return 0; }
-      echo "lab: throttle $*: $lab_rest" >&2; return 1
-    fi
-    [ $(( $(cut -d. -f1 /proc/uptime) - lab_t0 )) -ge 60 ] && { echo "lab: throttle $*: no answer from the host in 60 s" >&2; return 1; }
-  done
+  lab_host THROTTLE "$@" || return 1
+  echo "lab: reads of $(echo $* | cut -d' ' -f2-) capped at $1 B/s (0: no cap)"
+}
+
+# lab_dirty start|count DISK...: qemu's dirty bitmaps of the run's disks
+# DISK... (config names). start gives each a fresh bitmap, which marks every
+# block the guest writes from then on (the same bytes again included);
+# count prints "hdd1=BYTES hdd2=BYTES ..." (64 KiB blocks). sync first: a
+# write still in the page cache has not reached the disk. Returns 1 with
+# the reason on stderr (an unknown disk, count before start, no answer).
+lab_dirty() { lab_host DIRTY "$@"; }
+
+# lab_disk_names: the config names of the run's disks (hdd1 ...) that are
+# present in the guest now.
+lab_disk_names() {
+  for e in $LAB_DISKS; do s=${e#*:}; s=${s%%:*}; lab_dev $s >/dev/null 2>&1 && echo ${e%%:*}; done
 }
 
 # lab_rebuild_rate KIB: cap every md/dm-raid resync and rebuild at KIB KiB/s
