@@ -24,10 +24,13 @@ import (
 // The array is left in place for the missing-member boot.
 const monitorScript = `. /lab/lib.sh
 HDDS=$(lab_disks hdd)
-check() { # NAME ARGS...: run tbhost monitor check, keep output and exit code
+check() { # NAME ARGS...: run tbhost monitor check, keep output and exit code;
+  # the text and the --json check watch the same window at once
   n=$1; shift
+  /usr/bin/tbhost --json monitor check "$@" > $LAB_OUT/$n.json 2>/dev/null &
+  json_pid=$!
   /usr/bin/tbhost monitor check "$@" > $LAB_OUT/$n.txt 2>&1; echo $? > $LAB_OUT/$n.exit
-  /usr/bin/tbhost --json monitor check "$@" > $LAB_OUT/$n.json 2>/dev/null
+  wait $json_pid
   cat $LAB_OUT/$n.txt
 }
 load_start() { # DEV MiB: read the first MiB of DEV over and over (O_DIRECT)
