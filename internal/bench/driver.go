@@ -161,22 +161,7 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 		return nil, err
 	}
 	var next, done atomic.Int64
-	if load.Progress != nil {
-		stop := make(chan struct{})
-		defer close(stop)
-		go func() {
-			t := time.NewTicker(time.Second)
-			defer t.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-t.C:
-					load.Progress(done.Load(), load.Requests)
-				}
-			}
-		}()
-	}
+	defer reportProgress(load, &done)()
 	lateAfter := load.LateAfter
 	if lateAfter <= 0 {
 		lateAfter = time.Millisecond
@@ -189,10 +174,7 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 	if load.OSThreads {
 		defer osThreads(load.Clients)()
 	}
-	stats := make([]*clientStats, load.Clients)
-	for c := range stats {
-		stats[c] = &clientStats{ok: newHistogram(), failed: newHistogram(), statuses: map[int]int64{}}
-	}
+	stats := newClientStats(load.Clients)
 	// The histograms (about half a megabyte a client) and whatever the
 	// caller allocated are collected now, before the clock starts. The
 	// driver itself allocates nothing per request, so a run whose requests
@@ -243,50 +225,96 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 				// where time.Now would read the wall clock first, inside
 				// the measured interval (a vDSO call, 50-170 ns here).
 				lat := time.Since(begin)
-				warm := seq < load.Warmup
 				done.Add(1)
-				st.issued++
-				if out.Err != nil && runEnded(ctx) {
-					return nil // cut short by the run's end, not a failure of the target
-				}
-				if out.Err != nil && st.firstErr == "" {
-					st.firstErr = out.Err.Error()
-				}
-				if warm {
-					if out.Failed() {
-						st.warmupFail++
-					}
-				} else {
-					if st.firstMeasured.IsZero() || begin.Before(st.firstMeasured) {
-						st.firstMeasured = begin
-					}
-					st.probes += out.Probes
-					st.reads += out.Reads
-					st.slow += out.SlowReads
-					status := out.Status
-					if out.Err != nil {
-						status = 0
-					}
-					if out.Status != 0 || out.Err != nil {
-						st.statuses[status]++
-					}
-					if out.Failed() {
-						st.failures++
-						recordLatency(st.failed, lat)
-					} else {
-						recordLatency(st.ok, lat)
-					}
-				}
-				if observe != nil {
-					observe(Sample{Seq: seq, Client: client, Start: begin, Latency: lat, Warmup: warm,
-						Outcome: out, Elapsed: begin.Sub(start) + lat, Intended: interval > 0 || load.Schedule != nil})
+				if !st.record(ctx, load, Sample{Seq: seq, Client: client, Start: begin, Latency: lat, Outcome: out,
+					Elapsed: begin.Sub(start) + lat, Intended: interval > 0 || load.Schedule != nil}, observe) {
+					return nil
 				}
 			}
 			return nil
 		})
 	}
 	g.Wait()
-	end := time.Now()
+	return collect(ctx, load, stats, start, time.Now()), nil
+}
+
+// reportProgress calls load.Progress about once a second with done's
+// count until the returned function is called.
+func reportProgress(load Load, done *atomic.Int64) (stop func()) {
+	if load.Progress == nil {
+		return func() {}
+	}
+	quit := make(chan struct{})
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				load.Progress(done.Load(), load.Requests)
+			}
+		}
+	}()
+	return func() { close(quit) }
+}
+
+func newClientStats(clients int) []*clientStats {
+	stats := make([]*clientStats, clients)
+	for c := range stats {
+		stats[c] = &clientStats{ok: newHistogram(), failed: newHistogram(), statuses: map[int]int64{}}
+	}
+	return stats
+}
+
+// record adds a finished request (s without Warmup, which record sets) to
+// the client's statistics and hands it to observe. It returns false, and
+// counts nothing but the request, when the request failed because the run
+// ended: that is not a failure of the target, and the client stops.
+func (st *clientStats) record(ctx context.Context, load Load, s Sample, observe Observer) bool {
+	out, begin, lat := s.Outcome, s.Start, s.Latency
+	s.Warmup = s.Seq < load.Warmup
+	st.issued++
+	if out.Err != nil && runEnded(ctx) {
+		return false // cut short by the run's end, not a failure of the target
+	}
+	if out.Err != nil && st.firstErr == "" {
+		st.firstErr = out.Err.Error()
+	}
+	if s.Warmup {
+		if out.Failed() {
+			st.warmupFail++
+		}
+	} else {
+		if st.firstMeasured.IsZero() || begin.Before(st.firstMeasured) {
+			st.firstMeasured = begin
+		}
+		st.probes += out.Probes
+		st.reads += out.Reads
+		st.slow += out.SlowReads
+		status := out.Status
+		if out.Err != nil {
+			status = 0
+		}
+		if out.Status != 0 || out.Err != nil {
+			st.statuses[status]++
+		}
+		if out.Failed() {
+			st.failures++
+			recordLatency(st.failed, lat)
+		} else {
+			recordLatency(st.ok, lat)
+		}
+	}
+	if observe != nil {
+		observe(s)
+	}
+	return true
+}
+
+// collect merges the clients' statistics of a run from start to end.
+func collect(ctx context.Context, load Load, stats []*clientStats, start, end time.Time) *Result {
 	res := &Result{OK: newHistogram(), Failed: newHistogram(), Elapsed: end.Sub(start), Statuses: map[int]int64{}}
 	var first time.Time
 	for _, st := range stats {
@@ -318,7 +346,7 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 	if ctx.Err() != nil && res.Issued < load.Requests {
 		res.StoppedEarly = fmt.Errorf("stopped after %d of %d requests: %w", res.Issued, load.Requests, context.Cause(ctx))
 	}
-	return res, nil
+	return res
 }
 
 // runEnded reports whether ctx has ended, counting a deadline that has

@@ -311,10 +311,10 @@ func RawHeader() []string {
 	return []string{"run", "seq", "client", "start_ms", "latency_ms", "status", "failed", "warmup"}
 }
 
-// connsPerProc is how many replay connections one Go processor drives: a
-// request costs the harness a few microseconds of CPU (write, read, parse),
-// so one processor keeps a couple of hundred connections busy at the rates a
-// tablebase server answers.
+// connsPerProc is how many replay connections one Go processor (and one
+// event loop, loopclient.go) drives: a request costs the harness a few
+// microseconds of CPU (write, read, parse), so one processor keeps a couple
+// of hundred connections busy at the rates a tablebase server answers.
 const connsPerProc = 256
 
 // replayProcs lowers GOMAXPROCS for a replay to one processor per
@@ -381,10 +381,7 @@ func RunReplay(ctx context.Context, o ReplayOptions) (*Report, error) {
 		}
 		client := newLeanClient(base, o.Clients, o.Timeout)
 		prefix := strings.TrimSuffix(base.EscapedPath(), "/") // a target may live under a path
-		stop := context.AfterFunc(ctx, client.abort)
-		res, err := Drive(ctx, load, func(ctx context.Context, c int, seq int64) Outcome {
-			return client.get(ctx, c, prefix+o.Paths[seq])
-		}, func(s Sample) {
+		observe := func(s Sample) {
 			if s.Outcome.Failed() && o.Failures != nil {
 				o.Failures.Write(o.Targets[i], strconv.FormatInt(s.Seq, 10), o.Paths[s.Seq], strconv.Itoa(s.Outcome.Status),
 					errString(s.Outcome.Err), msString(s.Latency), strconv.FormatBool(s.Warmup))
@@ -393,8 +390,24 @@ func RunReplay(ctx context.Context, o ReplayOptions) (*Report, error) {
 				o.Raw.Write(o.Targets[i], strconv.FormatInt(s.Seq, 10), strconv.Itoa(s.Client), msString(s.Elapsed-s.Latency),
 					msString(s.Latency), strconv.Itoa(s.Outcome.Status), strconv.FormatBool(s.Outcome.Failed()), strconv.FormatBool(s.Warmup))
 			}
-		})
-		stop()
+		}
+		var res *Result
+		var err error
+		// closed loop over plain HTTP: the event loops (loopclient.go)
+		var lt loopTarget
+		loop := base.Scheme == "http" && load.Rate == 0 && load.Schedule == nil && !o.goroutines
+		if loop {
+			lt, loop = resolveLoopTarget(ctx, client.addr, client.host, prefix, o.Paths, o.Timeout)
+		}
+		if loop {
+			res, err = driveLoop(ctx, load, lt, observe)
+		} else {
+			stop := context.AfterFunc(ctx, client.abort)
+			res, err = Drive(ctx, load, func(ctx context.Context, c int, seq int64) Outcome {
+				return client.get(ctx, c, prefix+o.Paths[seq])
+			}, observe)
+			stop()
+		}
 		client.close()
 		if err != nil {
 			return nil, err

@@ -1,0 +1,486 @@
+package bench
+
+// The replay's event loop: a closed-loop replay of a plain-HTTP target
+// runs its connections from one OS thread per connsPerProc connections,
+// each with its own epoll set, as wrk does, instead of a goroutine per
+// connection on Go's netpoller. Per answer the netpoller costs a read that
+// returns EAGAIN (Go always tries the system call first), a park and a
+// wake-up; the loop reads once when epoll says the answer is there, parses
+// it, and writes the client's next request at once. On the 2-CPU test
+// machine against a keep-alive server, 12 connections, test binaries of
+// both clients run alternately: the loop 0.87-1.15x wrk's rate (median
+// 0.97 of 12 runs), the goroutine clients 0.81-0.91x (median 0.85 of 6),
+// the loop ahead in each of its pairs by 4-21 % (docs/performance.md,
+// BenchmarkRatioReplayVsWrk). Answers are parsed by the
+// same readAnswer as the goroutine client's, over the bytes received so
+// far: an answer that has not fully arrived ends in errNeedMore and is
+// parsed again once more bytes are in. https targets and open-loop runs
+// (--rate, a timed log) keep the goroutine client.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sys/unix"
+)
+
+// maxAnswer bounds one answer's bytes held while it arrives.
+const maxAnswer = 64 << 20
+
+// loopTick is how often a loop looks at its requests' deadlines and the
+// run's context when no answer wakes it: a request times out at most this
+// late, and the run's end stops the loop within it.
+const loopTick = 10 * time.Millisecond
+
+// errNeedMore ends a parse of an answer that has not fully arrived.
+var errNeedMore = errors.New("answer incomplete")
+
+// arrived is the bytes of a connection received so far, read by
+// readAnswer: at their end it returns errNeedMore, or io.EOF once the
+// server has closed the connection.
+type arrived struct {
+	b   []byte
+	off int
+	eof bool
+}
+
+func (a *arrived) Read(p []byte) (int, error) {
+	if a.off == len(a.b) {
+		if a.eof {
+			return 0, io.EOF
+		}
+		return 0, errNeedMore
+	}
+	n := copy(p, a.b[a.off:])
+	a.off += n
+	return n, nil
+}
+
+// loopConn is one client of a loop: its connection and its request.
+type loopConn struct {
+	client     int
+	fd         int    // -1: none
+	events     uint32 // what its epoll registration waits for
+	connecting bool
+	reused     bool // the connection has carried an answer before
+	retried    bool // this request was sent again on a new connection
+
+	seq      int64
+	begin    time.Time
+	deadline time.Time
+	req      []byte // the request line and Host header
+	written  int    // bytes of req written
+	in       []byte // the answer's bytes so far
+	n        int
+
+	src arrived
+}
+
+// loopTarget is where a loop's connections go and what they ask.
+type loopTarget struct {
+	addr    netip.AddrPort
+	host    string // Host header
+	prefix  string // the target's base path
+	paths   []string
+	timeout time.Duration
+}
+
+// resolveLoopTarget returns the loop's target for addr (host:port; host is
+// the Host header), or ok false when the goroutine client must serve it: a
+// name that does not resolve or none of whose addresses takes a connection
+// (that client reports the errors per request), an IPv6 zone. https never
+// comes here (RunReplay).
+func resolveLoopTarget(ctx context.Context, addr, host, prefix string, paths []string, timeout time.Duration) (loopTarget, bool) {
+	h, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return loopTarget{}, false
+	}
+	p, err := net.LookupPort("tcp", port)
+	if err != nil {
+		return loopTarget{}, false
+	}
+	ip, err := netip.ParseAddr(h)
+	if err != nil {
+		// a name: its first address that takes a connection (localhost
+		// may be ::1 first and the server on 127.0.0.1 only), as the
+		// goroutine client's dialer tries them in turn
+		rctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		ips, err := net.DefaultResolver.LookupNetIP(rctx, "ip", h)
+		if err != nil {
+			return loopTarget{}, false
+		}
+		found := false
+		for _, a := range ips {
+			var d net.Dialer
+			if c, err := d.DialContext(rctx, "tcp", netip.AddrPortFrom(a.Unmap(), uint16(p)).String()); err == nil {
+				c.Close()
+				ip, found = a, true
+				break
+			}
+		}
+		if !found {
+			return loopTarget{}, false
+		}
+	}
+	if ip.Zone() != "" {
+		return loopTarget{}, false
+	}
+	return loopTarget{addr: netip.AddrPortFrom(ip.Unmap(), uint16(p)), host: host, prefix: prefix, paths: paths, timeout: timeout}, true
+}
+
+// driveLoop runs a closed-loop load (load.Rate 0, no Schedule) against t
+// with event loops, as Drive runs op with goroutines.
+func driveLoop(ctx context.Context, load Load, t loopTarget, observe Observer) (*Result, error) {
+	if err := load.Validate(); err != nil {
+		return nil, err
+	}
+	if load.Rate > 0 || load.Schedule != nil {
+		return nil, errors.New("the replay's event loop runs closed-loop loads only")
+	}
+	var next, done atomic.Int64
+	defer reportProgress(load, &done)()
+	stats := newClientStats(load.Clients)
+	runtime.GC() // as Drive: no collection of the set-up's garbage in the run
+	start := time.Now()
+	var g errgroup.Group
+	for first := 0; first < load.Clients; first += connsPerProc {
+		last := min(first+connsPerProc, load.Clients)
+		g.Go(func() error {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			l := &eventLoop{ctx: ctx, load: load, t: t, next: &next, done: &done, stats: stats, observe: observe, start: start}
+			return l.run(first, last)
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return collect(ctx, load, stats, start, time.Now()), nil
+}
+
+// eventLoop drives clients [first, last) of a run from one OS thread.
+type eventLoop struct {
+	ctx     context.Context
+	load    Load
+	t       loopTarget
+	next    *atomic.Int64
+	done    *atomic.Int64
+	stats   []*clientStats
+	observe Observer
+	start   time.Time
+
+	ep     int
+	byFD   map[int]*loopConn
+	active int // clients with a request in flight
+	// idle are the clients whose request has finished, waiting for their
+	// next one (a queue, not a call from finish: a target that refuses
+	// every connection at once would otherwise recurse through the log)
+	idle []*loopConn
+	// br parses one answer at a time, over the connection's arrived bytes
+	br *bufio.Reader
+}
+
+func (l *eventLoop) run(first, last int) error {
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("epoll_create1: %w", err)
+	}
+	l.ep = ep
+	l.byFD = map[int]*loopConn{}
+	l.br = bufio.NewReaderSize(nil, 16<<10) // as the goroutine client's
+	conns := make([]*loopConn, 0, last-first)
+	defer func() {
+		for _, c := range conns {
+			l.closeConn(c)
+		}
+		unix.Close(ep)
+	}()
+	for c := first; c < last; c++ {
+		lc := &loopConn{client: c, fd: -1, seq: -1, in: make([]byte, 4<<10)}
+		conns = append(conns, lc)
+		l.idle = append(l.idle, lc)
+	}
+	l.startIdle()
+	events := make([]unix.EpollEvent, 128)
+	nextTick := time.Now().Add(loopTick)
+	for l.active > 0 {
+		if l.ctx.Err() != nil {
+			// requests in flight are the run's end, not failures: issued,
+			// not counted (as Drive's clients do)
+			for _, c := range conns {
+				if c.seq >= 0 {
+					l.stats[c.client].issued++
+					l.done.Add(1)
+				}
+			}
+			return nil
+		}
+		wait := int(time.Until(nextTick) / time.Millisecond)
+		n, err := unix.EpollWait(ep, events, max(wait, 0)+1)
+		if err != nil && err != unix.EINTR {
+			return fmt.Errorf("epoll_wait: %w", err)
+		}
+		for i := 0; i < n; i++ {
+			c := l.byFD[int(events[i].Fd)]
+			switch {
+			case c == nil:
+			case c.seq < 0: // a retired client's connection: nobody waits on it
+				l.closeConn(c)
+			case c.connecting:
+				l.connected(c)
+			case c.written < len(c.req):
+				l.write(c)
+			default:
+				l.read(c)
+			}
+		}
+		if now := time.Now(); !now.Before(nextTick) {
+			nextTick = now.Add(loopTick)
+			for _, c := range conns {
+				if c.seq >= 0 && !c.deadline.IsZero() && now.After(c.deadline) {
+					l.finish(c, 0, fmt.Errorf("timed out after %s: %w", l.t.timeout, os.ErrDeadlineExceeded), false)
+				}
+			}
+		}
+		l.startIdle()
+	}
+	return nil
+}
+
+// startIdle starts the idle clients' next requests.
+func (l *eventLoop) startIdle() {
+	for len(l.idle) > 0 {
+		c := l.idle[len(l.idle)-1]
+		l.idle = l.idle[:len(l.idle)-1]
+		l.nextRequest(c)
+	}
+}
+
+// nextRequest starts the client's next request, or retires the client
+// when the log is done or the run has ended.
+func (l *eventLoop) nextRequest(c *loopConn) {
+	if l.ctx.Err() != nil {
+		l.closeConn(c)
+		return
+	}
+	seq := l.next.Add(1) - 1
+	if seq >= l.load.Requests {
+		l.closeConn(c)
+		return
+	}
+	c.seq, c.begin, c.retried = seq, time.Now(), false // the request's clock starts
+	c.req = append(c.req[:0], "GET "...)
+	c.req = append(c.req, l.t.prefix...)
+	c.req = append(c.req, l.t.paths[seq]...)
+	c.req = append(c.req, " HTTP/1.1\r\nHost: "...)
+	c.req = append(c.req, l.t.host...)
+	c.req = append(c.req, "\r\n\r\n"...) // Host only, as wrk sends and the goroutine client
+	l.active++
+	l.send(c, c.begin)
+}
+
+// send writes c's request, on a new connection if it has none; it must be
+// answered within the timeout from now.
+func (l *eventLoop) send(c *loopConn, now time.Time) {
+	c.written, c.n = 0, 0
+	c.deadline = now.Add(l.t.timeout)
+	if c.fd < 0 {
+		if err := l.dial(c); err != nil {
+			l.finish(c, 0, err, false)
+		}
+		return
+	}
+	l.write(c)
+}
+
+// dial starts a non-blocking connect; connected goes on once the socket
+// is writable.
+func (l *eventLoop) dial(c *loopConn) error {
+	addr := l.t.addr
+	family := unix.AF_INET
+	var sa unix.Sockaddr
+	if addr.Addr().Is4() {
+		sa = &unix.SockaddrInet4{Port: int(addr.Port()), Addr: addr.Addr().As4()}
+	} else {
+		family = unix.AF_INET6
+		sa = &unix.SockaddrInet6{Port: int(addr.Port()), Addr: addr.Addr().As16()}
+	}
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return l.dialError(os.NewSyscallError("socket", err))
+	}
+	// as Go's net package: no Nagle delay for a small request
+	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	if err := unix.Connect(fd, sa); err != nil && err != unix.EINPROGRESS {
+		unix.Close(fd)
+		return l.dialError(os.NewSyscallError("connect", err))
+	}
+	if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLOUT, Fd: int32(fd)}); err != nil {
+		unix.Close(fd)
+		return fmt.Errorf("epoll_ctl: %w", err)
+	}
+	c.fd, c.events, c.connecting, c.reused = fd, unix.EPOLLOUT, true, false
+	l.byFD[fd] = c
+	return nil
+}
+
+func (l *eventLoop) dialError(err error) error {
+	return &net.OpError{Op: "dial", Net: "tcp", Addr: net.TCPAddrFromAddrPort(l.t.addr), Err: err}
+}
+
+// connected: the connect has finished, well or not.
+func (l *eventLoop) connected(c *loopConn) {
+	c.connecting = false
+	if errno, err := unix.GetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_ERROR); err != nil || errno != 0 {
+		if err == nil {
+			err = unix.Errno(errno)
+		}
+		l.closeConn(c)
+		l.finish(c, 0, l.dialError(os.NewSyscallError("connect", err)), false)
+		return
+	}
+	l.write(c)
+}
+
+// write writes what is left of c's request; the rest, if the socket takes
+// only part, once it is writable again.
+func (l *eventLoop) write(c *loopConn) {
+	for c.written < len(c.req) {
+		n, err := unix.Write(c.fd, c.req[c.written:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err == unix.EAGAIN {
+			l.watch(c, unix.EPOLLOUT)
+			return
+		}
+		if err != nil {
+			l.failSend(c, os.NewSyscallError("write", err))
+			return
+		}
+		c.written += n
+	}
+	l.watch(c, unix.EPOLLIN)
+}
+
+// watch sets the one event c's connection waits for (a kept-alive
+// connection waits for EPOLLIN throughout: no system call per request).
+func (l *eventLoop) watch(c *loopConn, ev uint32) {
+	if c.events == ev {
+		return
+	}
+	if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_MOD, c.fd, &unix.EpollEvent{Events: ev, Fd: int32(c.fd)}); err != nil {
+		l.failSend(c, fmt.Errorf("epoll_ctl: %w", err))
+		return
+	}
+	c.events = ev
+}
+
+// read takes in what arrived and finishes the request once its answer is
+// whole.
+func (l *eventLoop) read(c *loopConn) {
+	if c.n == len(c.in) {
+		if len(c.in) >= maxAnswer {
+			l.closeConn(c)
+			l.finish(c, 0, fmt.Errorf("answer over %d MiB", maxAnswer>>20), false)
+			return
+		}
+		c.in = append(c.in, make([]byte, len(c.in))...)
+	}
+	n, err := unix.Read(c.fd, c.in[c.n:])
+	switch {
+	case err == unix.EAGAIN || err == unix.EINTR:
+		return
+	case err != nil || n == 0:
+		if c.n == 0 {
+			// nothing of an answer came: a kept-alive connection the server
+			// had closed is tried once more on a new one, as net/http does
+			if c.reused && !c.retried && l.ctx.Err() == nil {
+				l.closeConn(c)
+				c.retried = true
+				l.send(c, time.Now())
+				return
+			}
+		}
+		if err != nil {
+			l.closeConn(c)
+			l.finish(c, 0, os.NewSyscallError("read", err), false)
+			return
+		}
+		c.src.eof = true
+	default:
+		c.n += n
+	}
+	c.src.b, c.src.off = c.in[:c.n], 0
+	l.br.Reset(&c.src)
+	status, keep, err := readAnswer(l.br)
+	if errors.Is(err, errNeedMore) {
+		c.src.eof = false
+		return
+	}
+	if c.src.off-l.br.Buffered() < c.n {
+		// bytes after the answer, which no request asked for: not read as
+		// the next request's answer (a new connection carries that one)
+		keep = false
+	}
+	if err != nil || !keep || c.src.eof {
+		l.closeConn(c)
+	} else {
+		c.reused = true
+	}
+	c.src.eof = false
+	l.finish(c, status, err, true)
+}
+
+// failSend: the request could not be written; a kept-alive connection the
+// server had closed gets the request once more on a new one.
+func (l *eventLoop) failSend(c *loopConn, err error) {
+	l.closeConn(c)
+	if c.reused && !c.retried && l.ctx.Err() == nil {
+		c.retried = true
+		l.send(c, time.Now())
+		return
+	}
+	l.finish(c, 0, err, false)
+}
+
+// finish records c's request; the client is idle then (startIdle sends
+// its next one).
+func (l *eventLoop) finish(c *loopConn, status int, err error, answered bool) {
+	lat := time.Since(c.begin)
+	if err != nil {
+		l.closeConn(c)
+		if !answered {
+			status = 0
+		}
+	}
+	l.active--
+	l.done.Add(1)
+	out := Outcome{Status: status, Err: err}
+	seq := c.seq
+	c.seq, c.deadline = -1, time.Time{}
+	if l.stats[c.client].record(l.ctx, l.load, Sample{Seq: seq, Client: c.client, Start: c.begin, Latency: lat,
+		Outcome: out, Elapsed: c.begin.Sub(l.start) + lat}, l.observe) {
+		l.idle = append(l.idle, c)
+	}
+}
+
+func (l *eventLoop) closeConn(c *loopConn) {
+	if c.fd < 0 {
+		return
+	}
+	delete(l.byFD, c.fd)
+	unix.Close(c.fd) // also leaves the epoll set
+	c.fd, c.connecting, c.reused = -1, false, false
+}

@@ -1,0 +1,315 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// scriptServer answers the i-th request it reads (over all connections)
+// with answer(i, conn), which writes what it likes and reports whether the
+// connection stays open.
+func scriptServer(t *testing.T, answer func(i int, c net.Conn) bool) (string, *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var n, conns atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					for {
+						l, err := br.ReadBytes('\n')
+						if err != nil {
+							return
+						}
+						if bytes.Equal(l, []byte("\r\n")) {
+							break
+						}
+					}
+					if !answer(int(n.Add(1)-1), c) {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String(), &conns
+}
+
+// inPieces writes s a few bytes at a time with pauses, so that the client
+// sees the answer arrive in many reads.
+func inPieces(c net.Conn, s string) {
+	for len(s) > 0 {
+		k := min(3, len(s))
+		c.Write([]byte(s[:k]))
+		s = s[k:]
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
+type outcomes struct {
+	mu  sync.Mutex
+	got map[int64]Outcome
+}
+
+func (o *outcomes) observe(s Sample) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.got[s.Seq] = s.Outcome
+}
+
+// replayBoth runs n requests for /x from one client through the event loop
+// and through the goroutine client, each against its own server made by
+// serve, and returns both runs' outcomes by request.
+func replayBoth(t *testing.T, n int, timeout time.Duration, serve func(t *testing.T) string) (loop, gor []Outcome) {
+	t.Helper()
+	return replayWith(t, true, n, timeout, serve(t)), replayWith(t, false, n, timeout, serve(t))
+}
+
+// replayWith runs n requests for /x from one client against addr through
+// the event loop or the goroutine client and returns their outcomes.
+func replayWith(t *testing.T, useLoop bool, n int, timeout time.Duration, addr string) []Outcome {
+	t.Helper()
+	paths := make([]string, n)
+	for i := range paths {
+		paths[i] = "/x"
+	}
+	load := Load{Clients: 1, Requests: int64(n)}
+	o := &outcomes{got: map[int64]Outcome{}}
+	if useLoop {
+		lt, ok := resolveLoopTarget(context.Background(), addr, addr, "", paths, timeout)
+		if !ok {
+			t.Fatalf("%s: no loop target", addr)
+		}
+		if _, err := driveLoop(context.Background(), load, lt, o.observe); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		base, _ := url.Parse("http://" + addr)
+		lc := newLeanClient(base, 1, timeout)
+		defer lc.close()
+		if _, err := Drive(context.Background(), load, func(ctx context.Context, c int, seq int64) Outcome {
+			return lc.get(ctx, c, paths[seq])
+		}, o.observe); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := make([]Outcome, n)
+	for i := range out {
+		r, ok := o.got[int64(i)]
+		if !ok {
+			t.Fatalf("loop %v: request %d never finished", useLoop, i)
+		}
+		out[i] = r
+	}
+	return out
+}
+
+func summary(os []Outcome) string {
+	var b strings.Builder
+	for _, o := range os {
+		if o.Err != nil {
+			fmt.Fprintf(&b, "[%d err] ", o.Status)
+		} else {
+			fmt.Fprintf(&b, "[%d] ", o.Status)
+		}
+	}
+	return b.String()
+}
+
+// The event loop reads answers as the goroutine client does: the same
+// statuses and the same failures, whatever way the answers arrive.
+func TestEventLoopAgreesWithTheGoroutineClient(t *testing.T) {
+	const okAnswer = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
+	for _, tc := range []struct {
+		name   string
+		answer func(i int, c net.Conn) bool
+		want   string // the loop's statuses, failures marked err
+		errHas string // in every failure's error
+	}{
+		{"in pieces", func(i int, c net.Conn) bool { inPieces(c, okAnswer); return true }, "[200] [200] [200] ", ""},
+		{"chunked in pieces", func(i int, c net.Conn) bool {
+			inPieces(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nwdl:\r\n3;ext=1\r\n 0}\r\n0\r\nX-Trailer: y\r\n\r\n")
+			return true
+		}, "[200] [200] [200] ", ""},
+		{"interim answers", func(i int, c net.Conn) bool {
+			c.Write([]byte("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n"))
+			c.Write([]byte(fmt.Sprintf("HTTP/1.1 %d X\r\nContent-Length: 0\r\n\r\n", 201+i)))
+			return true
+		}, "[201] [202] [203] ", ""},
+		{"body until close", func(i int, c net.Conn) bool {
+			inPieces(c, "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nno length, the close ends it")
+			return false
+		}, "[200] [200] [200] ", ""},
+		{"keep-alive closed without a word", func(i int, c net.Conn) bool {
+			c.Write([]byte(okAnswer))
+			return false // the client finds out on its next request
+		}, "[200] [200] [200] ", ""},
+		{"connection: close", func(i int, c net.Conn) bool {
+			c.Write([]byte("HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 2\r\n\r\nno"))
+			return false
+		}, "[404] [404] [404] ", ""},
+		{"not HTTP", func(i int, c net.Conn) bool { c.Write([]byte("HTTX/1.1 200 OK\r\n\r\n")); return false },
+			"[0 err] [0 err] [0 err] ", "not an HTTP/1.x answer"},
+		{"cut short", func(i int, c net.Conn) bool {
+			c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"))
+			return false
+		}, "[200 err] [200 err] [200 err] ", "reading body"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			loop, gor := replayBoth(t, 3, 5*time.Second, func(t *testing.T) string {
+				addr, _ := scriptServer(t, tc.answer)
+				return addr
+			})
+			if summary(loop) != tc.want {
+				t.Errorf("event loop: %s, want %s", summary(loop), tc.want)
+			}
+			if summary(gor) != summary(loop) {
+				t.Errorf("goroutine client %s, event loop %s", summary(gor), summary(loop))
+			}
+			for i, o := range loop {
+				if o.Err != nil && !strings.Contains(o.Err.Error(), tc.errHas) {
+					t.Errorf("request %d: %v, want an error naming %q", i, o.Err, tc.errHas)
+				}
+			}
+		})
+	}
+}
+
+// Bytes after an answer that no request asked for are never read as the
+// next request's answer: the loop takes a new connection.
+func TestEventLoopDropsAConnectionWithBytesAfterTheAnswer(t *testing.T) {
+	addr, conns := scriptServer(t, func(i int, c net.Conn) bool {
+		c.Write([]byte(fmt.Sprintf("HTTP/1.1 %d OK\r\nContent-Length: 0\r\n\r\nHTTP/1.1 500 Junk\r\n\r\n", 200+i)))
+		return true
+	})
+	loop := replayWith(t, true, 3, 5*time.Second, addr)
+	if summary(loop) != "[200] [201] [202] " {
+		t.Errorf("event loop: %s, want [200] [201] [202]", summary(loop))
+	}
+	if n := conns.Load(); n != 3 {
+		t.Errorf("%d connections, want 3 (one per answer followed by junk)", n)
+	}
+}
+
+// A target that refuses every connection fails every request at once,
+// naming the refusal, through a long log (no recursion per request).
+func TestEventLoopRefusedConnections(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	// by name, a target none of whose addresses takes a connection is left
+	// to the goroutine client, which reports each address's error
+	_, port, _ := net.SplitHostPort(addr)
+	if _, ok := resolveLoopTarget(context.Background(), "localhost:"+port, "localhost:"+port, "", nil, time.Second); ok {
+		t.Error("localhost with nothing listening: want no loop target")
+	}
+	const n = 50_000
+	paths := make([]string, n)
+	for i := range paths {
+		paths[i] = "/x"
+	}
+	lt, ok := resolveLoopTarget(context.Background(), addr, addr, "", paths, time.Second)
+	if !ok {
+		t.Fatal("no loop target")
+	}
+	var first atomic.Value
+	res, err := driveLoop(context.Background(), Load{Clients: 4, Requests: n}, lt, func(s Sample) {
+		if s.Outcome.Err != nil {
+			first.CompareAndSwap(nil, s.Outcome.Err.Error())
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Failures != n || res.Issued != n {
+		t.Errorf("%d failures of %d issued, want %d of %d", res.Failures, res.Issued, n, n)
+	}
+	if e, _ := first.Load().(string); !strings.Contains(e, "connection refused") || !strings.Contains(e, addr) {
+		t.Errorf("error %q, want the refusal naming %s", e, addr)
+	}
+}
+
+// A server that never answers: each request fails at the timeout, and
+// the run's end stops the loop at once without counting failures.
+func TestEventLoopTimeoutAndRunEnd(t *testing.T) {
+	addr, _ := scriptServer(t, func(i int, c net.Conn) bool { time.Sleep(time.Hour); return false })
+	paths := []string{"/x", "/x", "/x"}
+	lt, _ := resolveLoopTarget(context.Background(), addr, addr, "", paths, 150*time.Millisecond)
+	start := time.Now()
+	res, err := driveLoop(context.Background(), Load{Clients: 3, Requests: 3}, lt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); res.Failures != 3 || took < 150*time.Millisecond || took > 2*time.Second {
+		t.Errorf("%d failures in %v, want 3 at about 150ms (first: %s)", res.Failures, took, res.FirstError)
+	}
+	if !strings.Contains(res.FirstError, "timed out after 150ms") {
+		t.Errorf("error %q, want the timeout", res.FirstError)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	lt.timeout = time.Minute
+	start = time.Now()
+	res, err = driveLoop(ctx, Load{Clients: 3, Requests: 3}, lt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 2*time.Second || res.Failures != 0 || res.Issued != 3 {
+		t.Errorf("run end: %v, %d failures, %d issued; want ~200ms, 0 failures (the run's end), 3 issued", took, res.Failures, res.Issued)
+	}
+}
+
+// More clients than one loop drives (connsPerProc): two loops, each on its
+// own thread, share the log; every request is answered once, over one
+// kept-alive connection per client.
+func TestEventLoopShardsManyClients(t *testing.T) {
+	const clients, n = connsPerProc + 44, 6000
+	addr, conns := scriptServer(t, func(i int, c net.Conn) bool {
+		c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+		return true
+	})
+	paths := make([]string, n)
+	for i := range paths {
+		paths[i] = "/x"
+	}
+	lt, _ := resolveLoopTarget(context.Background(), addr, addr, "", paths, 10*time.Second)
+	var seen sync.Map
+	res, err := driveLoop(context.Background(), Load{Clients: clients, Requests: n}, lt, func(s Sample) {
+		if _, dup := seen.LoadOrStore(s.Seq, true); dup {
+			t.Errorf("request %d finished twice", s.Seq)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Issued != n || res.Failures != 0 || res.OK.TotalCount() != n {
+		t.Errorf("issued %d, failures %d (%s), ok %d; want %d, 0, %d", res.Issued, res.Failures, res.FirstError, res.OK.TotalCount(), n, n)
+	}
+	if c := conns.Load(); c != clients {
+		t.Errorf("%d connections for %d clients", c, clients)
+	}
+}
