@@ -313,3 +313,67 @@ func TestEventLoopShardsManyClients(t *testing.T) {
 		t.Errorf("%d connections for %d clients", c, clients)
 	}
 }
+
+// An IPv6 target: the loop connects over AF_INET6 and sends the target's
+// Host header and path prefix; a link-local address with a zone is left to
+// the goroutine client (the loop's sockaddr carries no scope).
+func TestEventLoopIPv6Target(t *testing.T) {
+	ln, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback here: %v", err)
+	}
+	defer ln.Close()
+	var lines sync.Map
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					first, err := br.ReadString('\n')
+					if err != nil {
+						return
+					}
+					lines.Store(strings.TrimSpace(first), true)
+					for {
+						l, err := br.ReadString('\n')
+						if err != nil {
+							return
+						}
+						if strings.HasPrefix(l, "Host: ") {
+							lines.Store(strings.TrimSpace(l), true)
+						}
+						if l == "\r\n" {
+							break
+						}
+					}
+					c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+				}
+			}()
+		}
+	}()
+	addr := ln.Addr().String()
+	lt, ok := resolveLoopTarget(context.Background(), addr, addr, "/api", []string{"/a", "/b"}, 5*time.Second)
+	if !ok || !lt.addr.Addr().Is6() {
+		t.Fatalf("%s: loop target %v ok %v, want an IPv6 one", addr, lt.addr, ok)
+	}
+	res, err := driveLoop(context.Background(), Load{Clients: 1, Requests: 2}, lt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OK.TotalCount() != 2 || res.Failures != 0 {
+		t.Errorf("%d answered, %d failures (%s); want 2, 0", res.OK.TotalCount(), res.Failures, res.FirstError)
+	}
+	for _, want := range []string{"GET /api/a HTTP/1.1", "GET /api/b HTTP/1.1", "Host: " + addr} {
+		if _, ok := lines.Load(want); !ok {
+			t.Errorf("the server never saw %q", want)
+		}
+	}
+	if _, ok := resolveLoopTarget(context.Background(), "[fe80::1%lo]:80", "x", "", nil, time.Second); ok {
+		t.Error("a zoned address: want no loop target")
+	}
+}
