@@ -221,49 +221,79 @@ const maxInterim = 8
 // asked for no upgrade is an error, as is a status outside 100-599. Only
 // what a GET needs: Content-Length, chunked, or body until close.
 func readAnswer(br *bufio.Reader) (status int, keep bool, err error) {
-	var length int64
-	var chunked bool
+	h, err := readFinalHead(br)
+	if err != nil {
+		return h.status, false, err
+	}
+	keep, err = readBody(br, h)
+	return h.status, keep, err
+}
+
+// answerHead is the head of a final answer: its status, whether the
+// connection stays usable after it, and how its body is framed.
+type answerHead struct {
+	status  int
+	keep    bool
+	length  int64 // Content-Length, -1 without one
+	chunked bool
+}
+
+// bodyless: a 204 or 304 answer has no body, whatever its headers say.
+func (h answerHead) bodyless() bool {
+	return h.status == http.StatusNoContent || h.status == http.StatusNotModified
+}
+
+// readFinalHead reads heads up to the final (200-599) one, skipping the
+// interim 1xx answers (readAnswer).
+func readFinalHead(br *bufio.Reader) (answerHead, error) {
+	var h answerHead
 	for interim := 0; ; interim++ {
-		status, keep, length, chunked, err = readHead(br)
+		var err error
+		h.status, h.keep, h.length, h.chunked, err = readHead(br)
 		if err != nil {
-			return status, false, err
+			return h, err
 		}
-		if status >= 200 {
-			break
+		if h.status >= 200 {
+			return h, nil
 		}
-		if status == http.StatusSwitchingProtocols {
-			return status, false, errors.New("101 Switching Protocols to a GET that asked for no upgrade")
+		if h.status == http.StatusSwitchingProtocols {
+			return h, errors.New("101 Switching Protocols to a GET that asked for no upgrade")
 		}
 		if interim == maxInterim {
-			return status, false, fmt.Errorf("more than %d interim (1xx) answers before the final one", maxInterim)
+			return h, fmt.Errorf("more than %d interim (1xx) answers before the final one", maxInterim)
 		}
 	}
+}
+
+// readBody discards the body of the answer whose head is h and returns
+// whether the connection stays usable.
+func readBody(br *bufio.Reader, h answerHead) (keep bool, err error) {
 	switch {
-	case status == http.StatusNoContent || status == http.StatusNotModified:
-		return status, keep, nil
-	case chunked:
+	case h.bodyless():
+		return h.keep, nil
+	case h.chunked:
 		if _, err := io.Copy(io.Discard, httputil.NewChunkedReader(br)); err != nil {
-			return status, false, fmt.Errorf("reading chunked body: %w", err)
+			return false, fmt.Errorf("reading chunked body: %w", err)
 		}
 		for { // trailers, up to the empty line
 			t, err := br.ReadSlice('\n')
 			if err != nil {
-				return status, false, fmt.Errorf("reading trailers: %w", err)
+				return false, fmt.Errorf("reading trailers: %w", err)
 			}
 			if len(bytes.TrimRight(t, "\r\n")) == 0 {
-				return status, keep, nil
+				return h.keep, nil
 			}
 		}
-	case length >= 0:
-		if _, err := br.Discard(int(length)); err != nil {
-			return status, false, fmt.Errorf("reading body: %w", err)
+	case h.length >= 0:
+		if _, err := br.Discard(int(h.length)); err != nil {
+			return false, fmt.Errorf("reading body: %w", err)
 		}
-		return status, keep, nil
+		return h.keep, nil
 	default: // body until the server closes
 		if _, err := io.Copy(io.Discard, br); err != nil {
-			return status, false, fmt.Errorf("reading body: %w", err)
+			return false, fmt.Errorf("reading body: %w", err)
 		}
-		return status, false, nil
+		return false, nil
 	}
 }
 

@@ -12,10 +12,13 @@ package bench
 // 0.97 of 12 runs), the goroutine clients 0.81-0.91x (median 0.85 of 6),
 // the loop ahead in each of its pairs by 4-21 % (docs/performance.md,
 // BenchmarkRatioReplayVsWrk). Answers are parsed by the
-// same readAnswer as the goroutine client's, over the bytes received so
-// far: an answer that has not fully arrived ends in errNeedMore and is
-// parsed again once more bytes are in. https targets and open-loop runs
-// (--rate, a timed log) keep the goroutine client.
+// goroutine client's readFinalHead and readBody (readAnswer), over the
+// bytes received so far: a head that has not fully arrived ends in
+// errNeedMore and is parsed again once more bytes are in. A body with a
+// Content-Length or one that runs until the close is then counted as it
+// streams past, not held (an answer of any size costs the loop no memory);
+// only a chunked body is held and parsed again. https targets and
+// open-loop runs (--rate, a timed log) keep the goroutine client.
 
 import (
 	"bufio"
@@ -34,7 +37,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// maxAnswer bounds one answer's bytes held while it arrives.
+// maxAnswer bounds the bytes of one answer held while it arrives: its
+// heads, and a chunked body. A body with a Content-Length or one that
+// runs until the close is not held but counted as it streams past
+// (bodyStream).
 const maxAnswer = 64 << 20
 
 // loopTick is how often a loop looks at its requests' deadlines and the
@@ -83,8 +89,23 @@ type loopConn struct {
 	in       []byte // the answer's bytes so far
 	n        int
 
+	// the body streaming past once the head has been parsed, with the
+	// answer's status and whether the connection stays usable after it
+	body   bodyStream
+	status int
+	keep   bool
+
 	src arrived
 }
+
+// bodyStream is how a body that is not held goes past (loopConn.in holds
+// only heads and chunked bodies).
+type bodyStream struct {
+	untilClose bool  // the body ends when the server closes
+	left       int64 // otherwise: bytes still to come; 0 with untilClose false: no body streams
+}
+
+func (b bodyStream) active() bool { return b.untilClose || b.left > 0 }
 
 // loopTarget is where a loop's connections go and what they ask.
 type loopTarget struct {
@@ -189,6 +210,8 @@ type eventLoop struct {
 	idle []*loopConn
 	// br parses one answer at a time, over the connection's arrived bytes
 	br *bufio.Reader
+	// scratch takes in a streaming body's bytes, which nobody keeps
+	scratch []byte
 }
 
 func (l *eventLoop) run(first, last int) error {
@@ -199,6 +222,7 @@ func (l *eventLoop) run(first, last int) error {
 	l.ep = ep
 	l.byFD = map[int]*loopConn{}
 	l.br = bufio.NewReaderSize(nil, 16<<10) // as the goroutine client's
+	l.scratch = make([]byte, 64<<10)
 	conns := make([]*loopConn, 0, last-first)
 	defer func() {
 		for _, c := range conns {
@@ -293,7 +317,7 @@ func (l *eventLoop) nextRequest(c *loopConn) {
 // send writes c's request, on a new connection if it has none; it must be
 // answered within the timeout from now.
 func (l *eventLoop) send(c *loopConn, now time.Time) {
-	c.written, c.n = 0, 0
+	c.written, c.n, c.body = 0, 0, bodyStream{}
 	c.deadline = now.Add(l.t.timeout)
 	if c.fd < 0 {
 		if err := l.dial(c); err != nil {
@@ -390,10 +414,14 @@ func (l *eventLoop) watch(c *loopConn, ev uint32) {
 // read takes in what arrived and finishes the request once its answer is
 // whole.
 func (l *eventLoop) read(c *loopConn) {
+	if c.body.active() {
+		l.readStream(c)
+		return
+	}
 	if c.n == len(c.in) {
 		if len(c.in) >= maxAnswer {
 			l.closeConn(c)
-			l.finish(c, 0, fmt.Errorf("answer over %d MiB", maxAnswer>>20), false)
+			l.finish(c, 0, fmt.Errorf("answer over %d MiB before its end (heads, or a chunked body)", maxAnswer>>20), false)
 			return
 		}
 		c.in = append(c.in, make([]byte, len(c.in))...)
@@ -424,23 +452,79 @@ func (l *eventLoop) read(c *loopConn) {
 	}
 	c.src.b, c.src.off = c.in[:c.n], 0
 	l.br.Reset(&c.src)
-	status, keep, err := readAnswer(l.br)
+	// as readAnswer, but a body that needs not be held streams past
+	h, err := readFinalHead(l.br)
+	keep := false
+	if err == nil {
+		if l.startStream(c, h) {
+			return
+		}
+		keep, err = readBody(l.br, h)
+	}
 	if errors.Is(err, errNeedMore) {
 		c.src.eof = false
 		return
 	}
-	if c.src.off-l.br.Buffered() < c.n {
-		// bytes after the answer, which no request asked for: not read as
-		// the next request's answer (a new connection carries that one)
-		keep = false
-	}
-	if err != nil || !keep || c.src.eof {
+	l.answered(c, h.status, keep, err, c.src.off-l.br.Buffered() < c.n)
+}
+
+// answered finishes c's request with its answer; extra is whether bytes
+// came after the answer, which no request asked for: they are not read as
+// the next request's answer (a new connection carries that one).
+func (l *eventLoop) answered(c *loopConn, status int, keep bool, err error, extra bool) {
+	if err != nil || !keep || extra || c.src.eof {
 		l.closeConn(c)
 	} else {
 		c.reused = true
 	}
-	c.src.eof = false
+	c.src.eof, c.body = false, bodyStream{}
 	l.finish(c, status, err, true)
+}
+
+// startStream: where h's body has a Content-Length or runs until the
+// close and has not all arrived, the bytes of it that have are counted and
+// the rest streams past (readStream); it returns whether it does.
+func (l *eventLoop) startStream(c *loopConn, h answerHead) bool {
+	if h.bodyless() || h.chunked || c.src.eof {
+		return false
+	}
+	have := int64(l.br.Buffered() + len(c.src.b) - c.src.off) // the body's bytes so far
+	if h.length >= 0 && have >= h.length {
+		return false // all here: readBody takes it
+	}
+	c.status, c.keep = h.status, h.keep
+	if h.length >= 0 {
+		c.body = bodyStream{left: h.length - have}
+	} else {
+		c.body = bodyStream{untilClose: true}
+	}
+	c.n, c.src.eof = 0, false
+	return true
+}
+
+// readStream counts a streaming body's bytes as they arrive, and finishes
+// the request at its end.
+func (l *eventLoop) readStream(c *loopConn) {
+	n, err := unix.Read(c.fd, l.scratch)
+	switch {
+	case err == unix.EAGAIN || err == unix.EINTR:
+		return
+	case err != nil:
+		l.answered(c, c.status, false, fmt.Errorf("reading body: %w", os.NewSyscallError("read", err)), false)
+	case n == 0 && c.body.untilClose:
+		c.src.eof = true
+		l.answered(c, c.status, false, nil, false)
+	case n == 0:
+		c.src.eof = true
+		l.answered(c, c.status, false, fmt.Errorf("reading body: %w", io.EOF), false)
+	case c.body.untilClose:
+	case int64(n) < c.body.left:
+		c.body.left -= int64(n)
+	default:
+		extra := int64(n) > c.body.left
+		c.body.left = 0
+		l.answered(c, c.status, c.keep, nil, extra)
+	}
 }
 
 // failSend: the request could not be written; a kept-alive connection the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -375,5 +376,52 @@ func TestEventLoopIPv6Target(t *testing.T) {
 	}
 	if _, ok := resolveLoopTarget(context.Background(), "[fe80::1%lo]:80", "x", "", nil, time.Second); ok {
 		t.Error("a zoned address: want no loop target")
+	}
+}
+
+// Bodies larger than any buffer (80 MiB, with a Content-Length and until
+// the close) are answers as for the goroutine client, and the loop streams
+// them past: it allocates a few MiB in all, not the body.
+func TestEventLoopStreamsLargeBodies(t *testing.T) {
+	const size = 80 << 20
+	chunk := bytes.Repeat([]byte("x"), 1<<20)
+	body := func(c net.Conn) {
+		for i := 0; i < size/len(chunk); i++ {
+			if _, err := c.Write(chunk); err != nil {
+				return
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		answer func(i int, c net.Conn) bool
+	}{
+		{"content-length", func(i int, c net.Conn) bool {
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", size)
+			body(c)
+			return true
+		}},
+		{"until close", func(i int, c net.Conn) bool {
+			c.Write([]byte("HTTP/1.0 200 OK\r\n\r\n"))
+			body(c)
+			return false
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, _ := scriptServer(t, tc.answer)
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			loop := replayWith(t, true, 2, time.Minute, addr)
+			runtime.ReadMemStats(&after)
+			if summary(loop) != "[200] [200] " {
+				t.Errorf("event loop: %s, want [200] [200] (first error: %v)", summary(loop), loop[0].Err)
+			}
+			if a := after.TotalAlloc - before.TotalAlloc; a > 8<<20 {
+				t.Errorf("the loop allocated %d MiB for two %d MiB answers, want at most 8", a>>20, size>>20)
+			}
+			if gor := replayWith(t, false, 2, time.Minute, addr); summary(gor) != summary(loop) {
+				t.Errorf("goroutine client %s, event loop %s", summary(gor), summary(loop))
+			}
+		})
 	}
 }
