@@ -49,9 +49,10 @@ lab-test:
 # connections, each the median of 5 alternating pairs (docs/performance.md
 # has the latest figures): extract/cp, verify/sha256sum, probe/fio (p50,
 # p99, p99.9; pread and mmap; warm and cold), replay/wrk (rate, p50, p99;
-# keep-alive and python3 -m http.server). Cold runs drop the page cache
+# keep-alive and python3 -m http.server; replay/h2load beside it, the third
+# client that arbitrates the p99). Cold runs drop the page cache
 # (root only; they skip otherwise); a missing fio, wrk or python3 is a skip
-# that names it (make deps installs fio and wrk). Takes ~10 minutes.
+# that names it (make deps installs fio, wrk and h2load). Takes ~10 minutes.
 bench:
 	@$(GO) test -count=1 -run '^$$' -bench 'Ratio' -benchtime 1x -timeout 60m ./prefix/ ./internal/bench/ > bench.log 2>&1; rc=$$?; \
 	grep -E 'RATIO|pairs probe|not installed|need root|FAIL|panic' bench.log | sed 's/^ *[a-z_]*_test.go:[0-9]*: //'; \

@@ -9,13 +9,16 @@ package bench
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -156,14 +159,91 @@ func startPythonServer(b *testing.B) string {
 	return ""
 }
 
+// runH2load runs h2load (nghttp2's load generator, HTTP/1.1) as a third
+// client: one thread for all the connections (-t1), as the harness's event
+// loop, for n requests (its -D duration mode does not end against a server
+// that closes every connection). Its --log-file has every request's status
+// and time in microseconds: p50 and p99 are taken from it here, so no
+// rounding of a summary stands between the two; the rate is h2load's own.
+func runH2load(b *testing.B, url string, clients int, n int64) wrkResult {
+	log := filepath.Join(b.TempDir(), "h2load.log")
+	res, err := execx.Exec{}.Run(context.Background(), "h2load", "--h1", "-t1", fmt.Sprintf("-c%d", clients),
+		fmt.Sprintf("-n%d", n), "--log-file="+log, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := regexp.MustCompile(`finished in [0-9.]+m?s, ([0-9.]+) req/s`).FindStringSubmatch(string(res.Stdout))
+	if m == nil {
+		b.Fatalf("cannot read h2load's rate:\n%s", res.Stdout)
+	}
+	raw, err := os.ReadFile(log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lat, err := parseH2loadLog(raw)
+	if err != nil {
+		b.Fatalf("h2load against %s: %v", url, err)
+	}
+	if int64(len(lat)) != n {
+		b.Fatalf("h2load against %s: %d of %d requests answered", url, len(lat), n)
+	}
+	out := wrkResult{p50: nearestRank(lat, 50), p99: nearestRank(lat, 99)}
+	out.rate, _ = strconv.ParseFloat(m[1], 64)
+	return out
+}
+
+// parseH2loadLog reads h2load's --log-file (start time in microseconds
+// since the epoch, HTTP status, microseconds to the end of the answer, tab
+// separated) into sorted latencies in ms; an answer outside 2xx, a line of
+// another shape or an empty log is an error.
+func parseH2loadLog(raw []byte) ([]float64, error) {
+	var lat []float64
+	for i, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) != 3 {
+			return nil, fmt.Errorf("log line %d %q: want 3 tab-separated fields", i+1, line)
+		}
+		status, err := strconv.Atoi(f[1])
+		if err != nil || status < 200 || status > 299 {
+			return nil, fmt.Errorf("log line %d: status %q, want 2xx", i+1, f[1])
+		}
+		us, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil || us < 0 {
+			return nil, fmt.Errorf("log line %d: time %q is not a count of microseconds", i+1, f[2])
+		}
+		lat = append(lat, float64(us)/1000)
+	}
+	if len(lat) == 0 {
+		return nil, errors.New("no request finished")
+	}
+	sort.Float64s(lat)
+	return lat, nil
+}
+
+// nearestRank is the q-th percentile of sorted v: the least value with at
+// least q % of the values at or below it (as HDR histograms and wrk count).
+func nearestRank(v []float64, q float64) float64 {
+	i := int(math.Ceil(q/100*float64(len(v))-1e-9)) - 1 // 99.9 % of 1000 is 999.0000000000001 in floats
+	return v[min(max(i, 0), len(v)-1)]
+}
+
 // BenchmarkRatioReplayVsWrk: bench replay against wrk, same server, same
-// 12 connections, 5 alternating pairs of 3 s runs; prints the median ratio
-// of rate (goal >= 1.0), p50 and p99 (goal: agree) for a keep-alive server
+// 12 connections, 5 rounds of 3 s runs whose order rotates (the replay
+// first in even rounds, wrk first in odd ones); prints the median ratio of
+// rate (goal >= 1.0), p50 and p99 (goal: agree) for a keep-alive server
 // (trivial Go server in a child process) and for `python3 -m http.server`,
-// which closes every connection.
+// which closes every connection. Where h2load is installed it runs in each
+// round too, as a third client with one thread as the replay's loop, and a
+// second line prints replay/h2load and wrk/h2load: wrk's p99 counts its
+// own two threads' descheduling (docs/performance.md), h2load's arbitrates.
 func BenchmarkRatioReplayVsWrk(b *testing.B) {
 	if _, err := exec.LookPath("wrk"); err != nil {
 		b.Skip("wrk not installed (Debian package wrk; make deps installs it); skipping the comparison")
+	}
+	_, err := exec.LookPath("h2load")
+	withH2load := err == nil
+	if !withH2load {
+		b.Log("h2load not installed (Debian package nghttp2-client; make deps installs it): no third client for the p99")
 	}
 	const clients = 12
 	const path = "/standard?fen=8/8/8/8/8/8/8/KRk5_w_-_-_0_1"
@@ -174,22 +254,86 @@ func BenchmarkRatioReplayVsWrk(b *testing.B) {
 		b.Run(srv.name, func(b *testing.B) {
 			url := srv.start(b)
 			d := 3 * time.Second
-			var rate, p50, p99 []float64
-			var h, w wrkResult
-			for pair := 0; pair < 5; pair++ {
-				if pair%2 == 0 {
-					h, w = runHarness(b, url, path, clients, d), runWrk(b, url+path, clients, d)
-				} else {
-					w, h = runWrk(b, url+path, clients, d), runHarness(b, url, path, clients, d)
-				}
-				rate, p50, p99 = append(rate, h.rate/w.rate), append(p50, h.p50/w.p50), append(p99, h.p99/w.p99)
+			var vsWrk, vsH2, wrkVsH2 [3][]float64 // rate, p50, p99
+			var last [3]wrkResult                 // replay, wrk, h2load
+			clientRuns := []func() wrkResult{
+				func() wrkResult { return runHarness(b, url, path, clients, d) },
+				func() wrkResult { return runWrk(b, url+path, clients, d) },
 			}
-			rr, r50, r99 := median(rate), median(p50), median(p99)
+			if withH2load {
+				// as many requests as the others made in d (h2load runs after
+				// both in the first round)
+				clientRuns = append(clientRuns, func() wrkResult {
+					return runH2load(b, url+path, clients, int64(max(last[0].rate, last[1].rate)*d.Seconds()))
+				})
+			}
+			for round := 0; round < 5; round++ {
+				for k := range clientRuns {
+					i := (round + k) % len(clientRuns)
+					last[i] = clientRuns[i]()
+				}
+				h, w, h2 := last[0], last[1], last[2]
+				appendRatios(&vsWrk, h, w)
+				if withH2load {
+					appendRatios(&vsH2, h, h2)
+					appendRatios(&wrkVsH2, w, h2)
+				}
+			}
+			h, w, h2 := last[0], last[1], last[2]
+			rr, r50, r99 := median(vsWrk[0]), median(vsWrk[1]), median(vsWrk[2])
 			b.ReportMetric(rr, "rate-ratio")
 			b.ReportMetric(r50, "p50-ratio")
 			b.ReportMetric(r99, "p99-ratio")
 			b.Logf("RATIO replay/wrk %s (%d connections): rate %.2f p50 %.2f p99 %.2f (median of 5 pairs; last pair replay %.0f req/s p50 %.3fms p99 %.3fms, wrk %.0f req/s p50 %.3fms p99 %.3fms; goal rate >= 1.0)",
 				srv.name, clients, rr, r50, r99, h.rate, h.p50, h.p99, w.rate, w.p50, w.p99)
+			if withH2load {
+				b.ReportMetric(median(vsH2[2]), "p99-ratio-h2load")
+				b.Logf("RATIO replay/h2load %s (%d connections, h2load -t1: one thread, as the replay's loop): rate %.2f p50 %.2f p99 %.2f; wrk/h2load p99 %.2f (median of 5 rounds; last round h2load %.0f req/s p50 %.3fms p99 %.3fms; information: a third client's p99, in microseconds from its per-request log)",
+					srv.name, clients, median(vsH2[0]), median(vsH2[1]), median(vsH2[2]), median(wrkVsH2[2]), h2.rate, h2.p50, h2.p99)
+			}
 		})
+	}
+}
+
+// appendRatios adds a/b's rate, p50 and p99 to r.
+func appendRatios(r *[3][]float64, a, b wrkResult) {
+	r[0] = append(r[0], a.rate/b.rate)
+	r[1] = append(r[1], a.p50/b.p50)
+	r[2] = append(r[2], a.p99/b.p99)
+}
+
+func TestParseH2loadLog(t *testing.T) {
+	lat, err := parseH2loadLog([]byte("1796290880719056\t200\t17677\n1796290880719037\t204\t1500\n1796290880719030\t200\t3000\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []float64{1.5, 3, 17.677}; fmt.Sprint(lat) != fmt.Sprint(want) {
+		t.Errorf("latencies %v, want %v (ms, sorted)", lat, want)
+	}
+	for _, bad := range []string{
+		"",                           // no request finished
+		"1796290880719056\t500\t10",  // an error answer is not a latency
+		"1796290880719056\t200",      // cut short
+		"1796290880719056\t200\t-3",  // not a duration
+		"1796290880719056\t200\t1ms", // not microseconds
+	} {
+		if _, err := parseH2loadLog([]byte(bad)); err == nil {
+			t.Errorf("log %q: no error", bad)
+		}
+	}
+}
+
+func TestNearestRank(t *testing.T) {
+	v := make([]float64, 1000)
+	for i := range v {
+		v[i] = float64(i + 1)
+	}
+	for _, c := range []struct{ q, want float64 }{{50, 500}, {99, 990}, {99.9, 999}, {100, 1000}, {0, 1}} {
+		if got := nearestRank(v, c.q); got != c.want {
+			t.Errorf("p%v of 1..1000 = %v, want %v", c.q, got, c.want)
+		}
+	}
+	if got := nearestRank([]float64{7}, 99); got != 7 {
+		t.Errorf("p99 of one value = %v, want 7", got)
 	}
 }
