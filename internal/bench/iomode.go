@@ -122,7 +122,7 @@ func (m *mapped) ReadAt(p []byte, off int64) (int, error) {
 	if off >= int64(len(m.data)) {
 		return 0, io.EOF
 	}
-	n := copy(p, m.data[off:])
+	n := mapCopy(p, m.data[off:])
 	if n < len(p) {
 		return n, io.EOF
 	}
