@@ -319,7 +319,9 @@ const connsPerProc = 256
 
 // replayProcs lowers GOMAXPROCS for a replay to one processor per
 // connsPerProc connections (at least one; never raised) and returns the
-// function that restores it. More processors than the connections need do
+// function that restores it. That is the goroutine clients' setting
+// (https, --rate, timed logs); the event loops' run sets its own, one
+// processor per loop and one more (driveLoop). More processors than the connections need do
 // not make requests faster: idle ones spin looking for the next ready
 // connection and wake each other, CPU that a server on the same host (the
 // pre-cutover replay runs on the tablebase host) loses. Measured against wrk
