@@ -321,12 +321,13 @@ const connsPerProc = 256
 // connsPerProc connections (at least one; never raised) and returns the
 // function that restores it. That is the goroutine clients' setting
 // (https, --rate, timed logs); the event loops' run sets its own, one
-// processor per loop and one more (driveLoop). More processors than the connections need do
-// not make requests faster: idle ones spin looking for the next ready
-// connection and wake each other, CPU that a server on the same host (the
-// pre-cutover replay runs on the tablebase host) loses. Measured against wrk
-// on the 2-CPU test machine, 12 connections: 1 processor 0.92-1.0x wrk's
-// rate, 2 processors 0.80-0.94x (BenchmarkRatioReplayVsWrk).
+// processor per loop and one more (driveLoop). More processors than the
+// connections need do not make requests faster: idle ones spin looking for
+// the next ready connection and wake each other, CPU that a server on the
+// same host (the pre-cutover replay runs on the tablebase host) loses.
+// Measured against wrk on the 2-CPU test machine, 12 connections: 1
+// processor 0.92-1.0x wrk's rate, 2 processors 0.80-0.94x
+// (BenchmarkRatioReplayVsWrk).
 func replayProcs(clients int) (restore func()) {
 	prev := runtime.GOMAXPROCS(0)
 	if want := 1 + (clients-1)/connsPerProc; want < prev {
