@@ -286,6 +286,7 @@ func BenchmarkRatioReplayVsWrk(b *testing.B) {
 			b.ReportMetric(r99, "p99-ratio")
 			b.Logf("RATIO replay/wrk %s (%d connections): rate %.2f p50 %.2f p99 %.2f (median of 5 pairs; last pair replay %.0f req/s p50 %.3fms p99 %.3fms, wrk %.0f req/s p50 %.3fms p99 %.3fms; goal rate >= 1.0)",
 				srv.name, clients, rr, r50, r99, h.rate, h.p50, h.p99, w.rate, w.p50, w.p99)
+			b.Logf("pairs replay/wrk %s: rate %s, p99 %s", srv.name, fmtRatios(vsWrk[0]), fmtRatios(vsWrk[2]))
 			if withH2load {
 				b.ReportMetric(median(vsH2[2]), "p99-ratio-h2load")
 				b.Logf("RATIO replay/h2load %s (%d connections, h2load -t1: one thread, as the replay's loop): rate %.2f p50 %.2f p99 %.2f; wrk/h2load p99 %.2f (median of 5 rounds; last round h2load %.0f req/s p50 %.3fms p99 %.3fms; information: a third client's p99, in microseconds from its per-request log)",
