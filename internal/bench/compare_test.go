@@ -228,8 +228,8 @@ func nearestRank(v []float64, q float64) float64 {
 }
 
 // BenchmarkRatioReplayVsWrk: bench replay against wrk, same server, same
-// 12 connections, 5 rounds of 3 s runs whose order rotates (the replay
-// first in even rounds, wrk first in odd ones); prints the median ratio of
+// 12 connections, 5 rounds of 3 s runs whose order rotates (each client
+// goes first in turn: the replay, then wrk, ...); prints the median ratio of
 // rate (goal >= 1.0), p50 and p99 (goal: agree) for a keep-alive server
 // (trivial Go server in a child process) and for `python3 -m http.server`,
 // which closes every connection. Where h2load is installed it runs in each
