@@ -177,9 +177,8 @@ func driveLoop(ctx context.Context, load Load, t loopTarget, observe Observer) (
 	// and one for every other goroutine: the run's deadline, the progress
 	// line, a signal, a target served by this process (tests, and a
 	// harness that replays against itself)
-	loops := 1 + (load.Clients-1)/connsPerProc
-	if prev := runtime.GOMAXPROCS(0); prev != loops+1 {
-		runtime.GOMAXPROCS(loops + 1)
+	if want, prev := procsFor(load.Clients)+1, runtime.GOMAXPROCS(0); prev != want {
+		runtime.GOMAXPROCS(want)
 		defer runtime.GOMAXPROCS(prev)
 	}
 	runtime.GC() // as Drive: no collection of the set-up's garbage in the run

@@ -433,8 +433,8 @@ func TestEventLoopStreamsLargeBodies(t *testing.T) {
 // this very process shows it: on one processor its handler ran only when
 // the runtime preempted the loop, about every 10 ms, and 2,000 requests
 // from one client took 20 s or more; with the spare processor they take a
-// fraction of a second. GOMAXPROCS is lowered to 1 first, as replayProcs
-// does for a replay of up to 256 connections.
+// fraction of a second. GOMAXPROCS is 1 before the run (as on a 1-CPU
+// host), so the run must add the spare processor itself.
 func TestEventLoopLeavesAProcessorForTheProcess(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("{}"))

@@ -317,11 +317,15 @@ func RawHeader() []string {
 // of hundred connections busy at the rates a tablebase server answers.
 const connsPerProc = 256
 
+// procsFor is how many processors (and event loops) a replay of clients
+// connections gets: one per connsPerProc, at least one.
+func procsFor(clients int) int { return 1 + (clients-1)/connsPerProc }
+
 // replayProcs lowers GOMAXPROCS for a replay to one processor per
 // connsPerProc connections (at least one; never raised) and returns the
-// function that restores it. That is the goroutine clients' setting
-// (https, --rate, timed logs); the event loops' run sets its own, one
-// processor per loop and one more (driveLoop). More processors than the
+// function that restores it, for a run of the goroutine clients (https,
+// --rate, timed logs); the event loops' run sets its own, one processor per
+// loop and one more (driveLoop). More processors than the
 // connections need do not make requests faster: idle ones spin looking for
 // the next ready connection and wake each other, CPU that a server on the
 // same host (the pre-cutover replay runs on the tablebase host) loses.
@@ -330,7 +334,7 @@ const connsPerProc = 256
 // (BenchmarkRatioReplayVsWrk).
 func replayProcs(clients int) (restore func()) {
 	prev := runtime.GOMAXPROCS(0)
-	if want := 1 + (clients-1)/connsPerProc; want < prev {
+	if want := procsFor(clients); want < prev {
 		runtime.GOMAXPROCS(want)
 		return func() { runtime.GOMAXPROCS(prev) }
 	}
@@ -375,7 +379,6 @@ func RunReplay(ctx context.Context, o ReplayOptions) (*Report, error) {
 	if o.Schedule != nil {
 		rep.Speed = o.Speed
 	}
-	defer replayProcs(o.Clients)()
 	for i, base := range bases {
 		if o.Progress != nil {
 			name := o.Targets[i]
@@ -406,9 +409,11 @@ func RunReplay(ctx context.Context, o ReplayOptions) (*Report, error) {
 			res, err = driveLoop(ctx, load, lt, observe)
 		} else {
 			stop := context.AfterFunc(ctx, client.abort)
+			restore := replayProcs(o.Clients)
 			res, err = Drive(ctx, load, func(ctx context.Context, c int, seq int64) Outcome {
 				return client.get(ctx, c, prefix+o.Paths[seq])
 			}, observe)
+			restore()
 			stop()
 		}
 		client.close()
