@@ -18,11 +18,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/tbhost/tbhost/internal/execx"
 )
@@ -163,8 +164,10 @@ func startPythonServer(b *testing.B) string {
 // client: one thread for all the connections (-t1), as the harness's event
 // loop, for n requests (its -D duration mode does not end against a server
 // that closes every connection). Its --log-file has every request's status
-// and time in microseconds: p50 and p99 are taken from it here, so no
-// rounding of a summary stands between the two; the rate is h2load's own.
+// and time in microseconds: they go into the same HDR histogram as the
+// replay's latencies and p50 and p99 are read the same way, so no rounded
+// summary or other percentile rule stands between the two; the rate is
+// h2load's own.
 func runH2load(b *testing.B, url string, clients int, n int64) wrkResult {
 	log := filepath.Join(b.TempDir(), "h2load.log")
 	res, err := execx.Exec{}.Run(context.Background(), "h2load", "--h1", "-t1", fmt.Sprintf("-c%d", clients),
@@ -180,24 +183,25 @@ func runH2load(b *testing.B, url string, clients int, n int64) wrkResult {
 	if err != nil {
 		b.Fatal(err)
 	}
-	lat, err := parseH2loadLog(raw)
+	h, err := parseH2loadLog(raw)
 	if err != nil {
 		b.Fatalf("h2load against %s: %v", url, err)
 	}
-	if int64(len(lat)) != n {
-		b.Fatalf("h2load against %s: %d of %d requests answered", url, len(lat), n)
+	if h.TotalCount() != n {
+		b.Fatalf("h2load against %s: %d of %d requests answered", url, h.TotalCount(), n)
 	}
-	out := wrkResult{p50: nearestRank(lat, 50), p99: nearestRank(lat, 99)}
+	l := summarize(h)
+	out := wrkResult{p50: l.P50, p99: l.P99}
 	out.rate, _ = strconv.ParseFloat(m[1], 64)
 	return out
 }
 
 // parseH2loadLog reads h2load's --log-file (start time in microseconds
 // since the epoch, HTTP status, microseconds to the end of the answer, tab
-// separated) into sorted latencies in ms; an answer outside 2xx, a line of
-// another shape or an empty log is an error.
-func parseH2loadLog(raw []byte) ([]float64, error) {
-	var lat []float64
+// separated) into a latency histogram, as the replay records its own; an
+// answer outside 2xx, a line of another shape or an empty log is an error.
+func parseH2loadLog(raw []byte) (*hdrhistogram.Histogram, error) {
+	h := newHistogram()
 	for i, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
 		f := strings.Split(line, "\t")
 		if len(f) != 3 {
@@ -211,20 +215,12 @@ func parseH2loadLog(raw []byte) ([]float64, error) {
 		if err != nil || us < 0 {
 			return nil, fmt.Errorf("log line %d: time %q is not a count of microseconds", i+1, f[2])
 		}
-		lat = append(lat, float64(us)/1000)
+		recordLatency(h, time.Duration(us)*time.Microsecond)
 	}
-	if len(lat) == 0 {
+	if h.TotalCount() == 0 {
 		return nil, errors.New("no request finished")
 	}
-	sort.Float64s(lat)
-	return lat, nil
-}
-
-// nearestRank is the q-th percentile of sorted v: the least value with at
-// least q % of the values at or below it (as HDR histograms and wrk count).
-func nearestRank(v []float64, q float64) float64 {
-	i := int(math.Ceil(q/100*float64(len(v))-1e-9)) - 1 // 99.9 % of 1000 is 999.0000000000001 in floats
-	return v[min(max(i, 0), len(v)-1)]
+	return h, nil
 }
 
 // BenchmarkRatioReplayVsWrk: bench replay against wrk, same server, same
@@ -304,12 +300,12 @@ func appendRatios(r *[3][]float64, a, b wrkResult) {
 }
 
 func TestParseH2loadLog(t *testing.T) {
-	lat, err := parseH2loadLog([]byte("1796290880719056\t200\t17677\n1796290880719037\t204\t1500\n1796290880719030\t200\t3000\n"))
+	h, err := parseH2loadLog([]byte("1796290880719056\t200\t17677\n1796290880719037\t204\t1500\n1796290880719030\t200\t3000\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []float64{1.5, 3, 17.677}; fmt.Sprint(lat) != fmt.Sprint(want) {
-		t.Errorf("latencies %v, want %v (ms, sorted)", lat, want)
+	if h.TotalCount() != 3 || !within(float64(h.Min()), 1.5e6) || !within(float64(h.Max()), 17.677e6) {
+		t.Errorf("count %d, min %d ns, max %d ns; want 3, 1.5 ms, 17.677 ms", h.TotalCount(), h.Min(), h.Max())
 	}
 	for _, bad := range []string{
 		"",                           // no request finished
@@ -322,19 +318,25 @@ func TestParseH2loadLog(t *testing.T) {
 			t.Errorf("log %q: no error", bad)
 		}
 	}
-}
-
-func TestNearestRank(t *testing.T) {
-	v := make([]float64, 1000)
-	for i := range v {
-		v[i] = float64(i + 1)
+	// 1..1000 us: the percentiles the benchmark prints, read as the
+	// replay's are (summarize), at the histogram's 0.1 % precision
+	var log strings.Builder
+	for us := 1; us <= 1000; us++ {
+		fmt.Fprintf(&log, "1796290880719056\t200\t%d\n", us)
 	}
-	for _, c := range []struct{ q, want float64 }{{50, 500}, {99, 990}, {99.9, 999}, {100, 1000}, {0, 1}} {
-		if got := nearestRank(v, c.q); got != c.want {
-			t.Errorf("p%v of 1..1000 = %v, want %v", c.q, got, c.want)
+	if h, err = parseH2loadLog([]byte(log.String())); err != nil {
+		t.Fatal(err)
+	}
+	l := summarize(h)
+	for _, c := range []struct {
+		name      string
+		got, want float64 // ms
+	}{{"p50", l.P50, 0.5}, {"p99", l.P99, 0.99}, {"p99.9", l.P999, 0.999}, {"max", l.Max, 1}} {
+		if !within(c.got, c.want) {
+			t.Errorf("%s of 1..1000 us = %v ms, want %v", c.name, c.got, c.want)
 		}
 	}
-	if got := nearestRank([]float64{7}, 99); got != 7 {
-		t.Errorf("p99 of one value = %v, want 7", got)
-	}
 }
+
+// within: got is want at the histogram's precision (3 significant digits).
+func within(got, want float64) bool { return math.Abs(got-want) <= want*1e-3 }
