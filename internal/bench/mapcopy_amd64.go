@@ -8,10 +8,6 @@ import "golang.org/x/sys/cpu"
 //go:noescape
 func repMovsb(dst, src *byte, n uintptr)
 
-// repMovsbFrom: the smallest copy made with REP MOVSB. Below a few
-// hundred bytes its start-up costs more than Go's copy.
-const repMovsbFrom = 512
-
 // mapCopy copies from a mapping as a C reader's memcpy does: on a CPU with
 // fast REP MOVSB (ERMS), with REP MOVSB, which is what glibc's memcpy and
 // the kernel's copy_to_user (pread's copy) use for a 4 KiB read there. Go's

@@ -7,7 +7,11 @@ import (
 
 // mapCopy copies exactly what copy does, at every size around the switch to
 // REP MOVSB and at unaligned ends, and never past the shorter slice.
-func TestMapCopyMatchesCopy(t *testing.T) {
+func TestMapCopyMatchesCopy(t *testing.T) { checkCopier(t, mapCopy) }
+
+// checkCopier checks that cp copies as Go's copy does.
+func checkCopier(t *testing.T, cp func(dst, src []byte) int) {
+	t.Helper()
 	src := make([]byte, 3*4096+7)
 	for i := range src {
 		src[i] = byte(i*7 + 3)
@@ -21,7 +25,7 @@ func TestMapCopyMatchesCopy(t *testing.T) {
 			for i := range dst {
 				dst[i] = 0xAA
 			}
-			n := mapCopy(dst[:size], src[off:])
+			n := cp(dst[:size], src[off:])
 			if n != size {
 				t.Fatalf("size %d off %d: copied %d bytes", size, off, n)
 			}
@@ -35,7 +39,7 @@ func TestMapCopyMatchesCopy(t *testing.T) {
 	}
 	// a source shorter than the destination: its length is copied
 	dst := make([]byte, 4096)
-	if n := mapCopy(dst, src[:1000]); n != 1000 || !bytes.Equal(dst[:1000], src[:1000]) || dst[1000] != 0 {
+	if n := cp(dst, src[:1000]); n != 1000 || !bytes.Equal(dst[:1000], src[:1000]) || dst[1000] != 0 {
 		t.Fatalf("short source: copied %d", n)
 	}
 }
