@@ -30,8 +30,14 @@ const (
 	fidelityFile    = 256 << 20 // 65536 pages: a cold run of a few thousand reads stays cold
 )
 
-// pcts are the percentiles compared: p50, p99, p99.9 (ms).
-type pcts [3]float64
+// pcts are the percentiles compared, q: p50, p99, p99.9 (ms); and p99.8
+// and p99.95 around the p99.9, printed to show how steep the tail is there
+// (for both tools it rises ~10x between them, so a p99.9 ratio swings with
+// a few hundredths of a percent more or fewer slow reads).
+type pcts struct {
+	q           [3]float64
+	p998, p9995 float64
+}
 
 var pctNames = [3]string{"p50", "p99", "p99.9"}
 
@@ -46,7 +52,7 @@ func fioRandRead(tb testing.TB, file, engine string, n int, cold bool) pcts {
 		"--rw=randread", "--bs=4k", "--ioengine="+engine, "--thread", fmt.Sprintf("--numjobs=%d", fidelityClients),
 		"--group_reporting", fmt.Sprintf("--size=%d", fidelityFile), fmt.Sprintf("--number_ios=%d", n/fidelityClients),
 		"--invalidate="+inv, "--norandommap", "--lat_percentiles=1", "--clat_percentiles=0",
-		"--percentile_list=50:99:99.9", "--output-format=json")
+		"--percentile_list=50:99:99.8:99.9:99.95", "--output-format=json")
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -63,7 +69,8 @@ func fioRandRead(tb testing.TB, file, engine string, n int, cold bool) pcts {
 		tb.Fatalf("cannot read fio's JSON: %v\n%s", err, res.Stdout)
 	}
 	p := out.Jobs[0].Read.Lat.Percentile
-	return pcts{p["50.000000"] / 1e6, p["99.000000"] / 1e6, p["99.900000"] / 1e6}
+	return pcts{q: [3]float64{p["50.000000"] / 1e6, p["99.000000"] / 1e6, p["99.900000"] / 1e6},
+		p998: p["99.800000"] / 1e6, p9995: p["99.950000"] / 1e6}
 }
 
 // harnessRandRead is the same work through the probe harness: Drive with
@@ -104,13 +111,14 @@ func harnessRandRead(tb testing.TB, file string, how IO, n int, cold bool) pcts 
 		tb.Fatalf("%d reads failed: %s", res.Failures, res.FirstError)
 	}
 	s := summarize(res.OK)
-	return pcts{s.P50, s.P99, s.P999}
+	return pcts{q: [3]float64{s.P50, s.P99, s.P999},
+		p998: nsToMs(float64(res.OK.ValueAtQuantile(99.8))), p9995: nsToMs(float64(res.OK.ValueAtQuantile(99.95)))}
 }
 
 // medianRatios runs 5 alternating pairs (harness first, then fio first)
 // and returns the median of each percentile's ratio, every pair's ratios
 // and the last pair.
-func medianRatios(pairs int, a, b func() pcts) (ratio pcts, all [3][]float64, lastA, lastB pcts) {
+func medianRatios(pairs int, a, b func() pcts) (ratio [3]float64, all [3][]float64, lastA, lastB pcts) {
 	var rs [3][]float64
 	for i := 0; i < pairs; i++ {
 		var x, y pcts
@@ -120,7 +128,7 @@ func medianRatios(pairs int, a, b func() pcts) (ratio pcts, all [3][]float64, la
 			y, x = b(), a()
 		}
 		for k := range rs {
-			rs[k] = append(rs[k], x[k]/y[k])
+			rs[k] = append(rs[k], x.q[k]/y.q[k])
 		}
 		lastA, lastB = x, y
 	}
@@ -188,6 +196,8 @@ func BenchmarkRatioProbeVsFio(b *testing.B) {
 				b.Logf("RATIO probe/fio %s %s (%d clients, %d 4KiB random reads): p50 %.2f p99 %.2f p99.9 %.2f (median of 5 pairs; last pair harness %s, fio %s; goal 0.9-1.1)",
 					how, name, fidelityClients, n, ratio[0], ratio[1], ratio[2], fmtPcts(h), fmtPcts(f))
 				b.Logf("pairs probe/fio %s %s: p50 %s, p99 %s, p99.9 %s", how, name, fmtRatios(all[0]), fmtRatios(all[1]), fmtRatios(all[2]))
+				b.Logf("tail probe/fio %s %s, last pair, harness/fio: p99.8 %s/%s, p99.9 %s/%s, p99.95 %s/%s (information: how steep the tail is at the p99.9)",
+					how, name, formatMs(h.p998), formatMs(f.p998), formatMs(h.q[2]), formatMs(f.q[2]), formatMs(h.p9995), formatMs(f.p9995))
 			})
 		}
 	}
@@ -202,6 +212,6 @@ func fmtRatios(v []float64) string {
 }
 
 func fmtPcts(p pcts) string {
-	return strconv.FormatFloat(p[0]*1000, 'f', 1, 64) + "/" + strconv.FormatFloat(p[1]*1000, 'f', 1, 64) + "/" +
-		strconv.FormatFloat(p[2]*1000, 'f', 1, 64) + " us"
+	return strconv.FormatFloat(p.q[0]*1000, 'f', 1, 64) + "/" + strconv.FormatFloat(p.q[1]*1000, 'f', 1, 64) + "/" +
+		strconv.FormatFloat(p.q[2]*1000, 'f', 1, 64) + " us"
 }
