@@ -180,7 +180,7 @@ func fidelityFixture(tb testing.TB) string {
 // evicted the file left 1.9 % of its pages out
 // (TestCacheWholeFileAfterEviction) and the rest in 4 KiB folios that a
 // mapping faults in one page at a time. With mmap-warm run after pread-cold
-// (make bench's order) that made the harness's mmap p99.9 1.4-1.6x fio's in
+// (make bench's order) that made the harness's mmap p99.9 1.2-2.6x fio's in
 // every run and fio's p99 6-7 us; from this fill, 0.98-1.05 and 1 us, as
 // mmap-warm measured when it ran first.
 func cacheWholeFile(tb testing.TB, file string) {
