@@ -181,7 +181,7 @@ func fidelityFixture(tb testing.TB) string {
 // (TestCacheWholeFileAfterEviction) and the rest in 4 KiB folios that a
 // mapping faults in one page at a time. With mmap-warm run after pread-cold
 // (make bench's order) that made the harness's mmap p99.9 1.2-2.6x fio's in
-// every run and fio's p99 6-7 us; from this fill, 0.98-1.05 and 1 us, as
+// every run, with a p99 of 6-7 us for both tools; from this fill 0.95-1.05 and ~1 us, as
 // mmap-warm measured when it ran first.
 func cacheWholeFile(tb testing.TB, file string) {
 	if err := evict(file); err != nil {
