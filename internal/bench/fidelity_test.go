@@ -173,16 +173,15 @@ func fidelityFixture(tb testing.TB) string {
 }
 
 // cacheWholeFile drops file from the page cache, reads it whole and checks
-// with mincore that every page is resident, so that every warm run starts
-// from the same cache: the file in the large folios a sequential read
-// leaves, as the fixture's writes leave it. Warm runs used to start after
-// one random pass of the run's own reads, which after a cold run had
-// evicted the file left 1.9 % of its pages out
-// (TestCacheWholeFileAfterEviction) and the rest in 4 KiB folios that a
-// mapping faults in one page at a time. With mmap-warm run after pread-cold
-// (make bench's order) that made the harness's mmap p99.9 1.2-2.6x fio's in
-// every run, with a p99 of 6-7 us for both tools; from this fill 0.95-1.05 and ~1 us, as
-// mmap-warm measured when it ran first.
+// with mincore that every page is resident, so that every warm run, pread
+// or mmap, starts from the same cache: the whole file, as a sequential
+// read leaves it. Warm runs used to start after one random pass of the
+// run's own reads. After a cold run had evicted the file that left 1.9 %
+// of its pages out (TestCacheWholeFileAfterEviction) and the rest in pages
+// that a mapping faults in one at a time: with mmap-warm run after
+// pread-cold (make bench's order) the harness's mmap p99.9 was 1.2-2.6x
+// fio's in every run, with a p99 of 6-7 us for both tools. From this fill:
+// 0.95-1.05, and a p99 of ~1 us for both.
 func cacheWholeFile(tb testing.TB, file string) {
 	if err := evict(file); err != nil {
 		tb.Fatal(err)
