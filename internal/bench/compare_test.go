@@ -67,7 +67,7 @@ func startTrivialServer(b *testing.B) string {
 	return "http://" + strings.TrimSpace(line)
 }
 
-func runHarness(b *testing.B, url, path string, clients int, d time.Duration) wrkResult {
+func runHarness(b *testing.B, url, path string, clients int, d time.Duration) clientResult {
 	paths := make([]string, 600_000)
 	for i := range paths {
 		paths[i] = path
@@ -83,7 +83,7 @@ func runHarness(b *testing.B, url, path string, clients int, d time.Duration) wr
 	if r.Failures > 0 {
 		b.Fatalf("%d failures against %s: %s", r.Failures, url, r.FirstError)
 	}
-	return wrkResult{rate: r.RequestsPerSec, p50: r.Latency.P50, p99: r.Latency.P99}
+	return clientResult{rate: r.RequestsPerSec, p50: r.Latency.P50, p99: r.Latency.P99}
 }
 
 // startPythonServer runs `python3 -m http.server` (it answers HTTP/1.0 and
@@ -129,7 +129,7 @@ func startPythonServer(b *testing.B) string {
 // replay's latencies and p50 and p99 are read the same way, so no rounded
 // summary or other percentile rule stands between the two; the rate is
 // h2load's own.
-func runH2load(b *testing.B, url string, clients int, n int64) wrkResult {
+func runH2load(b *testing.B, url string, clients int, n int64) clientResult {
 	log := filepath.Join(b.TempDir(), "h2load.log")
 	res, err := execx.Exec{}.Run(context.Background(), "h2load", "--h1", "-t1", fmt.Sprintf("-c%d", clients),
 		fmt.Sprintf("-n%d", n), "--log-file="+log, url)
@@ -152,7 +152,7 @@ func runH2load(b *testing.B, url string, clients int, n int64) wrkResult {
 		b.Fatalf("h2load against %s: %d of %d requests answered", url, h.TotalCount(), n)
 	}
 	l := summarize(h)
-	out := wrkResult{p50: l.P50, p99: l.P99}
+	out := clientResult{p50: l.P50, p99: l.P99}
 	out.rate, _ = strconv.ParseFloat(m[1], 64)
 	return out
 }
@@ -214,15 +214,15 @@ func BenchmarkRatioReplayVsWrk(b *testing.B) {
 			url := srv.start(b)
 			d := 3 * time.Second
 			var vsWrk, vsH2, wrkVsH2 [3][]float64 // rate, p50, p99
-			var last [3]wrkResult                 // replay, wrk, h2load
-			clientRuns := []func() wrkResult{
-				func() wrkResult { return runHarness(b, url, path, clients, d) },
-				func() wrkResult { return runWrk(b, url+path, procsFor(clients), clients, d) },
+			var last [3]clientResult              // replay, wrk, h2load
+			clientRuns := []func() clientResult{
+				func() clientResult { return runHarness(b, url, path, clients, d) },
+				func() clientResult { return runWrk(b, url+path, procsFor(clients), clients, d) },
 			}
 			if withH2load {
 				// as many requests as the others made in d (h2load runs after
 				// both in the first round)
-				clientRuns = append(clientRuns, func() wrkResult {
+				clientRuns = append(clientRuns, func() clientResult {
 					return runH2load(b, url+path, clients, int64(max(last[0].rate, last[1].rate)*d.Seconds()))
 				})
 			}
@@ -256,7 +256,7 @@ func BenchmarkRatioReplayVsWrk(b *testing.B) {
 }
 
 // appendRatios adds a/b's rate, p50 and p99 to r.
-func appendRatios(r *[3][]float64, a, b wrkResult) {
+func appendRatios(r *[3][]float64, a, b clientResult) {
 	r[0] = append(r[0], a.rate/b.rate)
 	r[1] = append(r[1], a.p50/b.p50)
 	r[2] = append(r[2], a.p99/b.p99)
