@@ -5,6 +5,7 @@ package lab
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -101,6 +102,13 @@ func boot(t *testing.T, cfg Config) *Result {
 			t.Errorf("qemu still running after the test: pids %v", pids)
 		}
 	})
+	// the serial log goes with the work dir: on failure, keep its end in
+	// the test's output (the only record a CI run keeps)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the end of boot %s's serial log:\n%s", cfg.Name, serialTail(filepath.Join(cfg.WorkDir, "serial-"+cfg.Name+".log"), 150))
+		}
+	})
 	l := &Lab{Base: shared.base, Log: slog.New(slog.NewTextHandler(testWriter{t}, nil))}
 	if testing.Verbose() && os.Getenv("TBHOST_LAB_CONSOLE") != "" {
 		l.Console = os.Stderr
@@ -111,4 +119,18 @@ func boot(t *testing.T, cfg Config) *Result {
 	}
 	t.Logf("boot %s: %v, exit %d, log %s", cfg.Name, res.Duration.Round(time.Second), res.ExitCode, res.LogPath)
 	return res
+}
+
+// serialTail returns the last n lines of a serial log, or why it could not
+// be read.
+func serialTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(%v)", err)
+	}
+	lines := strings.Split(strings.TrimRight(strings.ReplaceAll(string(b), "\r", ""), "\n"), "\n")
+	if len(lines) > n {
+		lines = append([]string{fmt.Sprintf("(%d lines before these)", len(lines)-n)}, lines[len(lines)-n:]...)
+	}
+	return strings.Join(lines, "\n")
 }

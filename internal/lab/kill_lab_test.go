@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -149,6 +150,12 @@ sleep 600
 	t.Logf("ended after %v: %v", time.Since(start).Round(time.Second), err)
 	if d := time.Since(start); d > 3*time.Minute {
 		t.Errorf("the boot ended after %v: the watch did not end it early", d)
+	}
+	// the command line of each blocked task (busybox's dd runs in a forked
+	// sh: its command line is the scenario's)
+	if m := regexp.MustCompile(`task dd:(\d+) blocked`).FindStringSubmatch(hang.Report); m == nil ||
+		!strings.Contains(hang.Report, "blocked task "+m[1]+": sh /lab/scenario ; parent ") {
+		t.Errorf("the hang report does not name the blocked task's command line:\n%s", hang.Report)
 	}
 	for _, want := range []string{"task dd:", "blocked for more than", "Call Trace"} {
 		if !strings.Contains(hang.Report, want) {

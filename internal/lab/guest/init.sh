@@ -123,6 +123,15 @@ lab_hang_watch() {
     echo w > /proc/sysrq-trigger; sleep 2
     echo "$LAB_MARK HUNG"
     dmesg | grep 'blocked for more than' | tail -n 5
+    # which command each blocked task runs, and its parent's (a blocked
+    # "lvm" says nothing about which lvm command or which tbhost step):
+    # read in the background, so that a read blocking too cannot stop the
+    # report
+    ( for p in $(dmesg | sed -n 's/.*task [^ ]*:\([0-9][0-9]*\) blocked for more than.*/\1/p' | sort -u); do
+        pp=$(sed -n 's/^PPid:[[:space:]]*//p' /proc/$p/status 2>/dev/null)
+        echo "blocked task $p: $(tr '\0' ' ' < /proc/$p/cmdline 2>/dev/null); parent ${pp:-?}: $(tr '\0' ' ' < /proc/${pp:-0}/cmdline 2>/dev/null)"
+      done > /tmp/lab-hung-cmds 2>&1 ) &
+    sleep 3; cat /tmp/lab-hung-cmds 2>/dev/null
     dmesg | sed -n '/Show Blocked State/,$p' | head -n 400
     echo "$LAB_MARK HUNG-END"
     return
