@@ -440,14 +440,21 @@ func (a Applier) guard(p *Plan, cur *current, rep *ApplyReport) error {
 				problems = append(problems, fmt.Sprintf("VG %s has %s extents, the plan was sized for %s", vg.Name, sizes.Format(vg.ExtentSize), sizes.Format(p.ExtentSize)))
 			}
 		}
-		if _, ok := Find(cur.lvs, ar.VG, ar.LV); ok {
+		if _, ok := Find(cur.lvs, ar.VG, ar.LV); !ok {
+			if half := halfBuiltProblem(ar, cur.lvs, nil); half != "" {
+				problems = append(problems, half)
+			}
+		} else {
+			checks := VerifyArray(ar, cur.lvs, p.ExtentSize, cur.byPVPath)
 			var bad []string
-			for _, c := range VerifyArray(ar, cur.lvs, p.ExtentSize, cur.byPVPath) {
+			for _, c := range checks {
 				if !c.OK {
 					bad = append(bad, fmt.Sprintf("%s: want %s, got %s", c.Name, c.Want, c.Got))
 				}
 			}
-			if len(bad) > 0 {
+			if half := halfBuiltProblem(ar, cur.lvs, checks); half != "" && len(bad) > 0 {
+				problems = append(problems, half)
+			} else if len(bad) > 0 {
 				problems = append(problems, fmt.Sprintf("LV %s/%s exists with another shape (%s); tbhost never reshapes it: lvremove %s/%s if its data may go, then apply again",
 					ar.VG, ar.LV, strings.Join(bad, "; "), ar.VG, ar.LV))
 			}
