@@ -44,7 +44,7 @@ type Env struct {
 func DefaultEnv() *Env {
 	return &Env{
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
-		Runner:     execx.Exec{},
+		Runner:     execx.Exec{Blocked: os.Stderr},
 		IsTerminal: TerminalStreams(os.Stdin, os.Stderr),
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -49,7 +50,10 @@ func (e *CommandError) Error() string {
 		return fmt.Sprintf("%s: program not found in $PATH (%s)", e.Argv[0], installHint(e.Argv[0]))
 	}
 	msg := fmt.Sprintf("%s", Quote(e.Argv))
+	var stuck *UnkillableError
 	switch {
+	case errors.As(e.Err, &stuck):
+		msg += ": " + stuck.Error()
 	case errors.Is(e.Err, context.DeadlineExceeded):
 		msg += ": timed out"
 	case errors.Is(e.Err, context.Canceled):
@@ -103,6 +107,17 @@ type Exec struct {
 	Env []string
 	// Stdin, if set, is fed to every command.
 	Stdin []byte
+	// Blocked, if set, is where Run says that a command has been in
+	// uninterruptible sleep (state D) for BlockedAfter (0:
+	// DefaultBlockedAfter), and in which kernel functions. A command stuck
+	// in a known kernel deadlock (KnownKernelHang) makes Run return a
+	// *KernelHangError then instead of waiting for a process that can
+	// never exit. nil: no watch.
+	Blocked io.Writer
+	// BlockedAfter: see Blocked.
+	BlockedAfter time.Duration
+	// ProcRoot is where the watch reads /proc ("" is /proc).
+	ProcRoot string
 }
 
 // Run implements Runner.
@@ -128,7 +143,19 @@ func (x Exec) Run(ctx context.Context, argv ...string) (Result, error) {
 		cmd.Stdin = bytes.NewReader(x.Stdin)
 	}
 	cmd.WaitDelay = 5 * time.Second
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return res, &CommandError{Argv: argv, ExitCode: -1, Err: err}
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	if x.Blocked == nil {
+		err = <-done
+	} else if gaveUp := x.watch(ctx, cmd.Process.Pid, argv, done, &err); gaveUp != nil {
+		// the process stays in the kernel (its Wait goroutine ends with
+		// it), and so may its output's copiers: its output is not read
+		return res, &CommandError{Argv: argv, ExitCode: -1, Err: gaveUp}
+	}
 	res.Stdout, res.Stderr = stdout.Bytes(), stderr.Bytes()
 	if err == nil {
 		return res, nil
@@ -141,6 +168,80 @@ func (x Exec) Run(ctx context.Context, argv ...string) (Result, error) {
 		ce.ExitCode = ee.ExitCode()
 	}
 	return res, ce
+}
+
+// UnkillableError is returned when a command's context ended (it was sent
+// SIGKILL) and its task still sat in the kernel (state D) a while later:
+// Run stops waiting for it.
+type UnkillableError struct {
+	Cause error // the context's error
+	PID   int
+	Where string
+}
+
+func (e *UnkillableError) Error() string {
+	return fmt.Sprintf("%v, and pid %d could not be killed: it is blocked in the kernel (state D, in %s); it ends when the kernel lets go of it, or with a reboot", e.Cause, e.PID, e.Where)
+}
+
+func (e *UnkillableError) Unwrap() error { return e.Cause }
+
+// watch waits for done while sampling the command's task for a long
+// kernel block, and stores Wait's error in *err. It gives up waiting, and
+// returns why, for a task in a known deadlock (*KernelHangError) or one
+// still in state D a while after ctx ended (*UnkillableError).
+func (x Exec) watch(ctx context.Context, pid int, argv []string, done <-chan error, err *error) error {
+	w := &blockWatch{proc: x.ProcRoot, pid: pid, after: x.BlockedAfter}
+	if w.proc == "" {
+		w.proc = "/proc"
+	}
+	if w.after <= 0 {
+		w.after = DefaultBlockedAfter
+	}
+	every := min(w.after/8, 15*time.Second)
+	tick := time.NewTicker(max(every, 10*time.Millisecond))
+	defer tick.Stop()
+	var killed <-chan time.Time
+	ctxDone := ctx.Done()
+	for {
+		select {
+		case *err = <-done:
+			return nil
+		case <-ctxDone:
+			ctxDone, killed = nil, time.After(x.killGrace())
+		case <-killed:
+			if st, e := readProcState(w.proc, pid); e == nil && st.State == 'D' {
+				return &UnkillableError{Cause: ctx.Err(), PID: pid, Where: orUnknown(strings.Join(shortStack(st.Stack), " <- "), st.Wchan)}
+			}
+			killed = time.After(x.killGrace())
+		case now := <-tick.C:
+			warning, hang := w.look(now)
+			if hang != nil {
+				return hang
+			}
+			if warning != "" {
+				fmt.Fprintf(x.Blocked, "tbhost: %s (pid %d) %s\n", Quote(argv), pid, warning)
+			}
+		}
+	}
+}
+
+// killGrace is how long Run waits for a killed command before it looks
+// whether the kernel holds it.
+func (x Exec) killGrace() time.Duration {
+	if x.BlockedAfter > 0 && x.BlockedAfter < time.Minute {
+		return x.BlockedAfter
+	}
+	return time.Minute
+}
+
+func orUnknown(s, alt string) string {
+	if s != "" {
+		return s
+	}
+	if alt != "" {
+		return alt
+	}
+	return "stack unreadable"
 }
 
 // Quote renders argv for humans and logs; it is never fed to a shell.
