@@ -2,6 +2,7 @@ package lab
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 )
@@ -63,4 +64,12 @@ func (w *hangWatcher) line(line string) error {
 		w.report.WriteString(text + "\n")
 	}
 	return nil
+}
+
+// LvcreateDeadlock tells a hang of lvm2's lvcreate stuck tearing down a
+// raid table (raid_dtr; docs/lvm.md) from any other: the guest's hang
+// watch names each blocked task's command line ("blocked task PID: lvm
+// lvcreate ...").
+func (e *HangError) LvcreateDeadlock() bool {
+	return strings.Contains(e.Report, "raid_dtr") && regexp.MustCompile(`(?m)^blocked task [0-9]+: lvm lvcreate `).MatchString(e.Report)
 }

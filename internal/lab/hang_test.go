@@ -50,3 +50,28 @@ func TestHangWatcherIgnoresAConsoleWithoutTheEndMarker(t *testing.T) {
 		t.Error("fired without this run's HUNG-END")
 	}
 }
+
+// The report of the lab's lvcreate deadlock (TestLVMApplyLvcreateCut's
+// first version, 2026-12-03; trimmed), and others that are not it.
+func TestHangErrorLvcreateDeadlock(t *testing.T) {
+	const lvcreate = "[  243.059831] INFO: task mdX_resync:1320 blocked for more than 120 seconds.\n" +
+		"blocked task 1070: lvm lvcreate --yes --wipesignatures y --type raid5 --stripes 5 --raidintegrity y --name tables -- vg-hdd /dev/sda ; parent 296: tbhost lvm apply --yes /lab/out/plan.yaml \n" +
+		"blocked task 1320: ; parent 2: \n" +
+		"[  485.405266] task:lvm             state:D stack:0     pid:1070  ppid:296    flags:0x00004006\n" +
+		"[  485.405574]  kthread_stop+0x66/0x170\n" +
+		"[  485.405734]  raid_dtr+0x23/0x40 [dm_raid]\n" +
+		"[  485.405755]  dm_table_destroy+0x5c/0x120 [dm_mod]\n"
+	if !(&HangError{Report: lvcreate}).LvcreateDeadlock() {
+		t.Error("the lab's lvcreate deadlock was not recognised")
+	}
+	for name, report := range map[string]string{
+		"lvchange reload":      strings.ReplaceAll(strings.ReplaceAll(lvcreate, "lvm lvcreate", "lvm lvchange"), "raid_dtr", "raid_postsuspend"),
+		"lvcreate elsewhere":   strings.ReplaceAll(lvcreate, "raid_dtr", "raid_ctr"),
+		"lvremove in raid_dtr": strings.ReplaceAll(lvcreate, "lvm lvcreate", "lvm lvremove"),
+		"no command lines":     "[  485.405734]  raid_dtr+0x23/0x40 [dm_raid]\nlvm lvcreate\n",
+	} {
+		if (&HangError{Report: report}).LvcreateDeadlock() {
+			t.Errorf("%s: taken for lvcreate's deadlock", name)
+		}
+	}
+}

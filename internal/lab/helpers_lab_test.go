@@ -91,6 +91,10 @@ func moduleRoot() string {
 func boot(t *testing.T, cfg Config) *Result {
 	t.Helper()
 	shared.prepare(t)
+	fresh := cfg.WorkDir == "" // and so are its disks, unless one has an image
+	for _, d := range cfg.Disks {
+		fresh = fresh && d.Image == ""
+	}
 	if cfg.WorkDir == "" {
 		cfg.WorkDir = t.TempDir()
 	}
@@ -114,6 +118,22 @@ func boot(t *testing.T, cfg Config) *Result {
 		l.Console = os.Stderr
 	}
 	res, err := l.Run(t.Context(), cfg)
+	var hang *HangError
+	if errors.As(err, &hang) && fresh && hang.LvcreateDeadlock() {
+		// lvm2's own lvcreate --raidintegrity in the 6.1 kernel's dm-raid
+		// deadlock (docs/lvm.md): no outcome of the scenario's steps, and
+		// rare (one boot of the suite's runs on 2026-12-03); tbhost's part
+		// is TestLVMApplyLvcreateCut's and TestLVMApplyLvcreateHang's
+		t.Logf("boot %s: %v\nboot %s: lvcreate hit the dm-raid deadlock of Linux 6.1; booting once more on fresh disks", cfg.Name, err, cfg.Name)
+		hungDir := cfg.WorkDir
+		t.Cleanup(func() {
+			if pids := LiveQemus(hungDir); len(pids) > 0 {
+				t.Errorf("qemu of the hung boot still running after the test: pids %v", pids)
+			}
+		})
+		cfg.WorkDir = t.TempDir()
+		res, err = l.Run(t.Context(), cfg)
+	}
 	if err != nil {
 		t.Fatalf("lab run: %v", err)
 	}

@@ -170,3 +170,4 @@ func TestLVMApplyLvcreateCut(t *testing.T) {
 	}
 	checkShape(t, r2.Outputs["status.json"])
 }
+
