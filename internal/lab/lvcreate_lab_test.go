@@ -170,4 +170,3 @@ func TestLVMApplyLvcreateCut(t *testing.T) {
 	}
 	checkShape(t, r2.Outputs["status.json"])
 }
-
