@@ -34,7 +34,15 @@ func applyCommand() *cli.Command {
      - a device in use: mounted, swap, held by device-mapper/md (stop using it first);
      - a device carrying data (partitions, filesystem/RAID/LVM signatures, a PV of another VG)
        unless the plan marks it wipe: true (tbhost lvm plan --wipe DEV) and you confirm;
-     - an existing VG or LV whose shape differs from the plan (tbhost never reshapes it).
+     - an existing VG or LV whose shape differs from the plan (tbhost never reshapes it);
+     - a raid5 an interrupted lvcreate --raidintegrity left without integrity, next to its
+       unattached <lv>_rimage_N_imeta LVs: the refusal prints the one lvremove that clears
+       them ("run: lvm lvremove ...").
+   On Linux 6.1 lvm2's own lvcreate --raidintegrity can deadlock in the kernel (it tears
+   down the new raid5 during its initial resync; docs/lvm.md). A command stuck in that
+   kernel path for 2 minutes makes apply stop waiting and exit 3, naming the pid: it cannot
+   be killed, so reboot, then run apply again. Any other command blocked in the kernel for
+   2 minutes gets one warning on stderr, and apply keeps waiting.
    It asks on the terminal before writing (--yes skips the question; without a terminal and
    without --yes it refuses). Steps already done (PV, VG, LV with the planned shape) are
    skipped, so after an interruption running apply again converges.
