@@ -54,16 +54,19 @@ func KnownKernelHang(stack []string) string {
 	return ""
 }
 
-// procState is one look at a task in /proc: its state letter, and its
-// kernel stack when readable (root only).
+// procState is one look at a task in /proc: its state letter and its
+// context switches (a task that switches is making progress, however slowly:
+// the kernel's hung-task check uses the same count), and, once asked for
+// (withKernelSide), its kernel stack (root only) and wchan.
 type procState struct {
-	State byte
-	Stack []string
-	Wchan string
+	State    byte
+	Switches int64 // voluntary + involuntary; -1 when /status is unreadable
+	Stack    []string
+	Wchan    string
 }
 
 // readProcState reads <proc>/<pid>/stat (the state after the command name,
-// which may hold spaces and parentheses), /stack and /wchan.
+// which may hold spaces and parentheses) and /status's switch counts.
 func readProcState(proc string, pid int) (procState, error) {
 	dir := filepath.Join(proc, strconv.Itoa(pid))
 	b, err := os.ReadFile(filepath.Join(dir, "stat"))
@@ -74,14 +77,59 @@ func readProcState(proc string, pid int) (procState, error) {
 	if i < 0 || i+2 >= len(b) {
 		return procState{}, fmt.Errorf("%s/stat: no state field in %q", dir, b)
 	}
-	st := procState{State: b[i+2]}
+	st := procState{State: b[i+2], Switches: -1}
+	if status, err := os.ReadFile(filepath.Join(dir, "status")); err == nil {
+		st.Switches = contextSwitches(string(status))
+	}
+	return st, nil
+}
+
+// contextSwitches sums /proc/PID/status's voluntary_ctxt_switches and
+// nonvoluntary_ctxt_switches, or returns -1 when either is missing.
+func contextSwitches(status string) int64 {
+	var sum int64
+	found := 0
+	for _, line := range strings.Split(status, "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "voluntary_ctxt_switches" && k != "nonvoluntary_ctxt_switches") {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return -1
+		}
+		sum += n
+		found++
+	}
+	if found != 2 {
+		return -1
+	}
+	return sum
+}
+
+// withKernelSide adds the task's kernel stack and wchan (read only for a
+// task about to be reported: two more files per look).
+func (st procState) withKernelSide(proc string, pid int) procState {
+	dir := filepath.Join(proc, strconv.Itoa(pid))
 	if s, err := os.ReadFile(filepath.Join(dir, "stack")); err == nil {
 		st.Stack = parseKernelStack(string(s))
 	}
 	if w, err := os.ReadFile(filepath.Join(dir, "wchan")); err == nil && string(w) != "0" {
 		st.Wchan = strings.TrimSpace(string(w))
 	}
-	return st, nil
+	return st
+}
+
+// where says in which kernel functions the task waits: its short stack,
+// else its wchan.
+func (st procState) where() string {
+	if s := shortStack(st.Stack); len(s) > 0 {
+		return strings.Join(s, " <- ")
+	}
+	if st.Wchan != "" {
+		return st.Wchan
+	}
+	return "stack unreadable"
 }
 
 // parseKernelStack turns /proc/PID/stack ("[<0>] kthread_stop+0x66/0x170")
@@ -119,32 +167,37 @@ func shortStack(stack []string) []string {
 }
 
 // blockWatch follows one running command's task: how long it has been in
-// state D, what to say once it passes the threshold, and whether the wait
-// is a known deadlock.
+// state D without a context switch, what to say once it passes the
+// threshold, and whether the wait is a known deadlock.
 type blockWatch struct {
-	proc  string
-	pid   int
-	after time.Duration
-	since time.Time // zero while not in state D
-	told  bool
+	proc     string
+	pid      int
+	after    time.Duration
+	since    time.Time // zero while not blocked
+	switches int64     // the count when since was set
+	told     bool
 }
 
 // look takes one sample at now. It returns a warning to print (once per
 // blocked stretch) for a long D state, or a *KernelHangError when the stack
-// is a known deadlock.
+// is a known deadlock. A task in state D whose switch count moved between
+// samples is doing slow I/O, not stuck: its stretch starts again.
 func (w *blockWatch) look(now time.Time) (warning string, hang *KernelHangError) {
 	st, err := readProcState(w.proc, w.pid)
-	if err != nil || st.State != 'D' {
+	if err != nil || st.State != 'D' || (!w.since.IsZero() && st.Switches != w.switches) {
 		w.since, w.told = time.Time{}, false
-		return "", nil
+		if err != nil || st.State != 'D' {
+			return "", nil
+		}
 	}
 	if w.since.IsZero() {
-		w.since = now
+		w.since, w.switches = now, st.Switches
 	}
 	d := now.Sub(w.since)
 	if d < w.after {
 		return "", nil
 	}
+	st = st.withKernelSide(w.proc, w.pid)
 	if why := KnownKernelHang(st.Stack); why != "" {
 		return "", &KernelHangError{PID: w.pid, For: d, Stack: st.Stack, Why: why}
 	}
@@ -152,14 +205,7 @@ func (w *blockWatch) look(now time.Time) (warning string, hang *KernelHangError)
 		return "", nil
 	}
 	w.told = true
-	where := st.Wchan
-	if s := shortStack(st.Stack); len(s) > 0 {
-		where = strings.Join(s, " <- ")
-	}
-	if where == "" {
-		where = "stack unreadable"
-	}
-	return fmt.Sprintf("has been blocked in the kernel (state D) for %v, in %s; still waiting for it (a slow or failing disk? dmesg says what the kernel sees)", roundForHumans(d), where), nil
+	return fmt.Sprintf("has been blocked in the kernel (state D) for %v, in %s; still waiting for it (a slow or failing disk? dmesg says what the kernel sees)", roundForHumans(d), st.where()), nil
 }
 
 // roundForHumans keeps a duration's tenths below 10 s, whole seconds above.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -174,6 +175,50 @@ func TestRunWarnsOnceAboutALongKernelBlockAndWaits(t *testing.T) {
 		t.Errorf("want one warning naming the pid and where it waits, got %q", w)
 	}
 	t.Logf("warning: %s", w)
+}
+
+// A task in state D whose context switches keep counting is doing slow
+// I/O (an lvcreate zeroing a 5.5 GiB metadata LV on an HDD is in state D
+// at almost every look): no warning, however long.
+func TestRunWatchIsQuietForSlowIOThatSwitches(t *testing.T) {
+	f := newFakeProc(t)
+	var warn syncBuffer
+	x := Exec{Blocked: &warn, BlockedAfter: 100 * time.Millisecond, ProcRoot: f.root}
+	ch := make(chan error, 1)
+	go func() {
+		_, err := x.Run(context.Background(), f.child(1)...)
+		ch <- err
+	}()
+	pid := f.pid(t)
+	f.set(t, pid, 'D', readStack(t, "stack-dd-suspended-dm.txt"))
+	status := filepath.Join(f.root, strconv.Itoa(pid), "status")
+	for n := 0; ; n++ {
+		select {
+		case err := <-ch:
+			if err != nil {
+				t.Fatalf("the child ended normally, Run returned %v", err)
+			}
+			if w := warn.String(); w != "" {
+				t.Errorf("warned about a task that kept switching: %q", w)
+			}
+			return
+		case <-time.After(5 * time.Millisecond):
+			os.WriteFile(status, []byte(fmt.Sprintf("Name:\tlvm\nvoluntary_ctxt_switches:\t%d\nnonvoluntary_ctxt_switches:\t3\n", n)), 0o644)
+		}
+	}
+}
+
+func TestContextSwitches(t *testing.T) {
+	for in, want := range map[string]int64{
+		"Name:\tlvm\nState:\tD (disk sleep)\nvoluntary_ctxt_switches:\t120\nnonvoluntary_ctxt_switches:\t7\n": 127,
+		"voluntary_ctxt_switches:\t120\n":                               -1, // one of the two
+		"voluntary_ctxt_switches:\tx\nnonvoluntary_ctxt_switches:\t7\n": -1,
+		"": -1,
+	} {
+		if got := contextSwitches(in); got != want {
+			t.Errorf("%q: %d, want %d", in, got, want)
+		}
+	}
 }
 
 // A task not in state D, or no watch at all: nothing said, the result is

@@ -197,6 +197,9 @@ func (x Exec) watch(ctx context.Context, pid int, argv []string, done <-chan err
 	if w.after <= 0 {
 		w.after = DefaultBlockedAfter
 	}
+	// how long a killed command may take to exit before Run looks
+	// whether the kernel holds it
+	grace := min(w.after, time.Minute)
 	every := min(w.after/8, 15*time.Second)
 	tick := time.NewTicker(max(every, 10*time.Millisecond))
 	defer tick.Stop()
@@ -207,12 +210,12 @@ func (x Exec) watch(ctx context.Context, pid int, argv []string, done <-chan err
 		case *err = <-done:
 			return nil
 		case <-ctxDone:
-			ctxDone, killed = nil, time.After(x.killGrace())
+			ctxDone, killed = nil, time.After(grace)
 		case <-killed:
 			if st, e := readProcState(w.proc, pid); e == nil && st.State == 'D' {
-				return &UnkillableError{Cause: ctx.Err(), PID: pid, Where: orUnknown(strings.Join(shortStack(st.Stack), " <- "), st.Wchan)}
+				return &UnkillableError{Cause: ctx.Err(), PID: pid, Where: st.withKernelSide(w.proc, pid).where()}
 			}
-			killed = time.After(x.killGrace())
+			killed = time.After(grace)
 		case now := <-tick.C:
 			warning, hang := w.look(now)
 			if hang != nil {
@@ -223,25 +226,6 @@ func (x Exec) watch(ctx context.Context, pid int, argv []string, done <-chan err
 			}
 		}
 	}
-}
-
-// killGrace is how long Run waits for a killed command before it looks
-// whether the kernel holds it.
-func (x Exec) killGrace() time.Duration {
-	if x.BlockedAfter > 0 && x.BlockedAfter < time.Minute {
-		return x.BlockedAfter
-	}
-	return time.Minute
-}
-
-func orUnknown(s, alt string) string {
-	if s != "" {
-		return s
-	}
-	if alt != "" {
-		return alt
-	}
-	return "stack unreadable"
 }
 
 // Quote renders argv for humans and logs; it is never fed to a shell.
