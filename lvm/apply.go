@@ -452,7 +452,7 @@ func (a Applier) guard(p *Plan, cur *current, rep *ApplyReport) error {
 					bad = append(bad, fmt.Sprintf("%s: want %s, got %s", c.Name, c.Want, c.Got))
 				}
 			}
-			if half := halfBuiltProblem(ar, cur.lvs, checks); half != "" && len(bad) > 0 {
+			if half := halfBuiltProblem(ar, cur.lvs, checks); half != "" { // fails the integrity checks, so bad is not empty
 				problems = append(problems, half)
 			} else if len(bad) > 0 {
 				problems = append(problems, fmt.Sprintf("LV %s/%s exists with another shape (%s); tbhost never reshapes it: lvremove %s/%s if its data may go, then apply again",

@@ -75,12 +75,13 @@ func halfBuiltProblem(ar Array, all []LV, checks []Check) string {
 	for _, l := range leftovers {
 		remove = append(remove, l.FullName())
 	}
-	what := "no integrity metadata LV yet"
+	what, them := "no integrity metadata LV yet", "it"
 	if len(leftovers) > 0 {
 		what = "the integrity metadata LVs it had made for it (" + strings.Join(metaNames, ", ") + "), not attached"
+		them = "them"
 	}
 	text := fmt.Sprintf("LV %s is a %s without integrity, next to %s: an lvcreate --raidintegrity that stopped half-way left it (killed, or the machine was rebooted while lvcreate hung in the kernel; docs/lvm.md). tbhost never reshapes an LV, and lvcreate cannot run again while these exist. Unless something was written to %s since, it holds nothing: remove %s, then apply again",
-		name, top.SegType(), what, name, map[bool]string{true: "them", false: "it"}[len(leftovers) > 0])
+		name, top.SegType(), what, name, them)
 	if top.KernelMajor >= 0 && top.SyncPercent >= 0 && top.SyncPercent < 100 {
 		text += fmt.Sprintf(". It is active and its initial sync is at %.2f %%: wait until lvm lvs -o sync_percent %s shows 100 (or reboot) before removing it; tearing down a raid5 table while it syncs can hang Linux 6.1 for good", top.SyncPercent, name)
 	}

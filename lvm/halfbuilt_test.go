@@ -3,7 +3,6 @@ package lvm
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,22 +23,7 @@ func halfBuiltLab(t *testing.T) (*Plan, *execx.Recorded, []LV) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := execx.NewRecorded()
-	for _, c := range []struct {
-		cmd, file string
-		fields    []string
-		extra     []string
-	}{
-		{"pvs", "pvs-halfbuilt.json", pvFields, nil},
-		{"vgs", "vgs-halfbuilt.json", vgFields, nil},
-		{"lvs", "lvs-halfbuilt.json", lvFields, []string{"-a"}},
-	} {
-		b, err := os.ReadFile(filepath.Join(realLab, c.file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec.On(execx.Reply{Stdout: string(b)}, reportArgv(c.cmd, c.fields, c.extra)...)
-	}
+	rec := realReports(t, "lvs-halfbuilt.json", "pvs-halfbuilt.json", "vgs-halfbuilt.json")
 	return p, rec, parseLVs(t, "lab-apply-2.03.16/lvs-halfbuilt.json")
 }
 

@@ -40,21 +40,20 @@ func realTree(t *testing.T, name string) string {
 
 func realRunner(t *testing.T) *execx.Recorded {
 	t.Helper()
+	return realReports(t, "lvs.json", "pvs.json", "vgs.json")
+}
+
+// realReports is a runner answering tbhost's lvs, pvs and vgs with the
+// named reports of realLab.
+func realReports(t *testing.T, lvs, pvs, vgs string) *execx.Recorded {
+	t.Helper()
 	rec := execx.NewRecorded()
-	for _, c := range []struct {
-		cmd, key, file string
-		fields         []string
-		extra          []string
-	}{
-		{"pvs", "pv", "pvs.json", pvFields, nil},
-		{"vgs", "vg", "vgs.json", vgFields, nil},
-		{"lvs", "lv", "lvs.json", lvFields, []string{"-a"}},
-	} {
-		b, err := os.ReadFile(filepath.Join(realLab, c.file))
+	for file, argv := range map[string][]string{lvs: LVsArgv(), pvs: PVsArgv(), vgs: VGsArgv()} {
+		b, err := os.ReadFile(filepath.Join(realLab, file))
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec.On(execx.Reply{Stdout: string(b)}, append([]string{"lvm", c.cmd, "--reportformat", "json", "--units", "b", "--nosuffix", "-o", strings.Join(c.fields, ",")}, c.extra...)...)
+		rec.On(execx.Reply{Stdout: string(b)}, argv...)
 	}
 	return rec
 }

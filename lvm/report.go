@@ -198,6 +198,12 @@ func PVsArgv(names ...string) []string {
 	return reportArgv("pvs", pvFields, names)
 }
 
+// VGsArgv is the command line VGs runs (for tests, and for recording
+// reports in the VM lab).
+func VGsArgv(names ...string) []string {
+	return reportArgv("vgs", vgFields, names)
+}
+
 func reportArgv(cmd string, fields, extra []string) []string {
 	return append([]string{"lvm", cmd, "--reportformat", "json", "--units", "b", "--nosuffix",
 		"-o", strings.Join(fields, ",")}, extra...)

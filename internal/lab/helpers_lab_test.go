@@ -101,9 +101,12 @@ func boot(t *testing.T, cfg Config) *Result {
 	if cfg.Tbhost == "" {
 		cfg.Tbhost = shared.tbhost
 	}
+	workDirs := []string{cfg.WorkDir} // and a retry's
 	t.Cleanup(func() {
-		if pids := LiveQemus(cfg.WorkDir); len(pids) > 0 {
-			t.Errorf("qemu still running after the test: pids %v", pids)
+		for _, dir := range workDirs {
+			if pids := LiveQemus(dir); len(pids) > 0 {
+				t.Errorf("qemu still running after the test: pids %v", pids)
+			}
 		}
 	})
 	// the serial log goes with the work dir: on failure, keep its end in
@@ -125,13 +128,8 @@ func boot(t *testing.T, cfg Config) *Result {
 		// rare (one boot of the suite's runs on 2026-12-03); tbhost's part
 		// is TestLVMApplyLvcreateCut's and TestLVMApplyLvcreateHang's
 		t.Logf("boot %s: %v\nboot %s: lvcreate hit the dm-raid deadlock of Linux 6.1; booting once more on fresh disks", cfg.Name, err, cfg.Name)
-		hungDir := cfg.WorkDir
-		t.Cleanup(func() {
-			if pids := LiveQemus(hungDir); len(pids) > 0 {
-				t.Errorf("qemu of the hung boot still running after the test: pids %v", pids)
-			}
-		})
 		cfg.WorkDir = t.TempDir()
+		workDirs = append(workDirs, cfg.WorkDir)
 		res, err = l.Run(t.Context(), cfg)
 	}
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tbhost/tbhost/internal/treearchive"
+	"github.com/tbhost/tbhost/lvm"
 )
 
 // lvcreateCutScript (boot 1): apply, with lvcreate --raidintegrity of
@@ -60,16 +61,18 @@ lvs -a --noheadings -o lv_name,segtype,lv_attr vg-hdd 2>&1 | lab_out lvs.txt
 exit 0
 `
 
-// lvcreateAfterScript (boot 2, the same disks): what apply says about the
-// half-built LV, the commands it names, and apply again.
-const lvcreateAfterScript = `. /lab/lib.sh
+// lvcreateAfterScript (boot 2, the same disks; a var: it holds
+// lvm.LVsArgv & co.): what apply says about the half-built LV, the
+// commands it names, and apply again.
+var lvcreateAfterScript = `. /lab/lib.sh
 export PATH=/usr/bin:/usr/sbin:/sbin:/bin
 lvs -a --noheadings -o lv_name,segtype,lv_attr vg-hdd 2>&1 | lab_out lvs-boot.txt
-# lvm's reports as tbhost asks for them (lvm/report.go's fields): the
+# lvm's reports as tbhost asks for them (lvm.LVsArgv & co.: names and
+# comma-separated fields, nothing a shell would read otherwise): the
 # fixtures of lvm's unit test of this refusal
-lvm lvs --reportformat json --units b --nosuffix -o ` + labLVFields + ` -a | lab_out lvs-halfbuilt.json
-lvm pvs --reportformat json --units b --nosuffix -o ` + labPVFields + ` | lab_out pvs-halfbuilt.json
-lvm vgs --reportformat json --units b --nosuffix -o ` + labVGFields + ` | lab_out vgs-halfbuilt.json
+` + strings.Join(lvm.LVsArgv(), " ") + ` | lab_out lvs-halfbuilt.json
+` + strings.Join(lvm.PVsArgv(), " ") + ` | lab_out pvs-halfbuilt.json
+` + strings.Join(lvm.VGsArgv(), " ") + ` | lab_out vgs-halfbuilt.json
 tbhost inventory --snapshot /tmp/snap > /dev/null && lab_tar inventory.tgz /tmp/snap
 tbhost lvm apply --yes /lab/plan.yaml > /tmp/apply.txt 2>&1
 echo $? | lab_out refused.rc
@@ -86,15 +89,6 @@ lvs -a --noheadings -o lv_name,segtype,lv_attr vg-hdd 2>&1 | lab_out lvs-after.t
 tbhost lvm status --plan /lab/plan.yaml --json > /tmp/status.json 2>&1; lab_out status.json < /tmp/status.json
 exit 0
 `
-
-// The report fields of lvm/report.go (lvFields, pvFields, vgFields): lvm's
-// unit test replays the reports recorded with them and matches its argv
-// exactly, so a drift fails there.
-const (
-	labLVFields = "lv_name,vg_name,lv_uuid,lv_attr,lv_size,lv_health_status,lv_kernel_major,lv_kernel_minor,segtype,stripes,data_stripes,stripe_size,devices,seg_start_pe,seg_size_pe,sync_percent,raid_sync_action,raid_mismatch_count,integritymismatches,raidintegritymode,raidintegrityblocksize"
-	labPVFields = "pv_name,vg_name,pv_uuid,pv_size,pv_free,pv_pe_count,pv_pe_alloc_count,dev_size,pv_attr"
-	labVGFields = "vg_name,vg_uuid,vg_size,vg_free,vg_extent_size,vg_extent_count,vg_free_count,pv_count,lv_count,vg_attr"
-)
 
 // TestLVMApplyLvcreateCut: apply's lvcreate --raidintegrity cut short in
 // its plain-raid5 window (a kernel hang there ends in a reboot) leaves
@@ -125,8 +119,10 @@ func TestLVMApplyLvcreateCut(t *testing.T) {
 	t.Logf("boot 2 LVs:\n%s\napply (exit %s):\n%s\nfix (exit %s):\n%s\n%s\napply again (exit %s):\n%s\nLVs:\n%s",
 		out2("lvs-boot.txt"), out2("refused.rc"), out2("refused.txt"), out2("fix.rc"), out2("fix.sh"), out2("fix.txt"),
 		out2("apply2.rc"), out2("apply2.txt"), out2("lvs-after.txt"))
-	if dir := os.Getenv("TBHOST_LAB_RECORD"); dir != "" {
-		// refresh lvm/testdata/lab-apply-2.03.16's half-built fixtures
+	if os.Getenv("TBHOST_LAB_RECORD") != "" {
+		// refresh the half-built fixtures of lvm's unit tests
+		root := moduleRoot()
+		dir := filepath.Join(root, "lvm", "testdata", "lab-apply-2.03.16")
 		// the machine tree, for apply's Inventory in the unit test
 		unpacked := t.TempDir()
 		if err := ExtractTarGz(r2.Outputs["inventory.tgz"], unpacked); err != nil {
@@ -136,7 +132,7 @@ func TestLVMApplyLvcreateCut(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, "..", "..", "..", "internal", "blockdev", "testdata", "lab-guest-halfbuilt.tar.gz"), tree, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(root, "internal", "blockdev", "testdata", "lab-guest-halfbuilt.tar.gz"), tree, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		for _, f := range []string{"plan.yaml", "lvs-halfbuilt.json", "pvs-halfbuilt.json", "vgs-halfbuilt.json", "refused.txt"} {
