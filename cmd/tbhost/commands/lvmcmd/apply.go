@@ -42,7 +42,8 @@ func applyCommand() *cli.Command {
    down the new raid5 during its initial resync; docs/lvm.md). A command stuck in that
    kernel path for 2 minutes makes apply stop waiting and exit 3, naming the pid: it cannot
    be killed, so reboot, then run apply again. Any other command blocked in the kernel for
-   2 minutes gets one warning on stderr, and apply keeps waiting.
+   2 minutes (state D, no context switch: slow I/O does not count) gets one warning on
+   stderr, and apply keeps waiting.
    It asks on the terminal before writing (--yes skips the question; without a terminal and
    without --yes it refuses). Steps already done (PV, VG, LV with the planned shape) are
    skipped, so after an interruption running apply again converges.
