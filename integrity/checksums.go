@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -168,11 +169,47 @@ func (e *entries) add(name, value string, ln int, text string) (bool, error) {
 // maxListLine bounds one line of a list (a digest list line is ~200 bytes).
 const maxListLine = 64 << 10
 
+// The line formats of the lists, for messages about a line that is not one.
+const (
+	checksumLine = `"<hex digest>  <file name>" (the sha256sum format)`
+	sizesLine    = `"<size><TAB><name>" (bytes.tsv)`
+	trailerLine  = `"<name>: <32 hex digits>" (tbcheck.txt)`
+)
+
+// ErrListIsDir is wrapped by the error for a list path that is a directory.
+var ErrListIsDir = errors.New("is a directory, not a file")
+
+// ErrLongLine is wrapped by the error for a list line over maxListLine bytes.
+var ErrLongLine = errors.New("line too long")
+
+// openList opens a list. A directory is refused at once with a message
+// that says so: read as a list it fails with EISDIR, reported as line 1.
+// The error is an *fs.PathError, like a missing list: a path named on the
+// command line that cannot be read as a list (exit 3 in the CLI).
+func openList(file, what, name string) (*os.File, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		f.Close()
+		example := filepath.Join("checksums/syzygy-tables.info", name)
+		if _, err := os.Stat(filepath.Join(file, name)); err == nil {
+			example = filepath.Join(file, name) // the directory holds one: name it
+		}
+		return nil, &fs.PathError{Op: what, Path: file, Err: fmt.Errorf("%w (give a file such as %s)", ErrListIsDir, example)}
+	}
+	return f, nil
+}
+
 // ReadChecksumList reads a list in the `sha256sum` format ("<hex>  <name>",
 // or "<hex> *<name>" in binary mode; blank lines and # comments skipped).
 // algo "" picks the algorithm from the digest length.
 func ReadChecksumList(file string, algo Algo) (ChecksumList, error) {
-	f, err := os.Open(file)
+	f, err := openList(file, "checksum list", "sha256")
+	if errors.Is(err, ErrListIsDir) {
+		return ChecksumList{Source: file, Algo: algo}, err
+	}
 	if err != nil {
 		return ChecksumList{Source: file, Algo: algo}, fmt.Errorf("checksum list: %w", err)
 	}
@@ -185,7 +222,7 @@ func ParseChecksumList(r io.Reader, source string, algo Algo) (ChecksumList, err
 	l := ChecksumList{Source: source, Algo: algo, Digests: map[string]string{}}
 	seen := newEntries(source)
 	hexLen := 0
-	err := eachLine(r, source, func(ln int, line string) error {
+	err := eachLine(r, source, "checksum list", checksumLine, func(ln int, line string) error {
 		// "<hex>  <name>" (text mode) or "<hex> *<name>" (binary mode): one
 		// marker character, then the name as it is (a name may start with
 		// "*"); a single space before the name is accepted too
@@ -194,7 +231,7 @@ func ParseChecksumList(r io.Reader, source string, algo Algo) (ChecksumList, err
 			name = name[1:]
 		}
 		if !ok || name == "" {
-			return fmt.Errorf("%s:%d: want \"<hex digest>  <file name>\" (the sha256sum format), got %q", source, ln, line)
+			return fmt.Errorf("%s:%d: want %s, got %q", source, ln, checksumLine, line)
 		}
 		if _, err := hex.DecodeString(sum); err != nil || len(sum) == 0 {
 			return fmt.Errorf("%s:%d: %q is not a hex digest", source, ln, sum)
@@ -242,7 +279,7 @@ func validName(n string) bool {
 // ReadSizes reads a `<size>\t<name>` list (syzygy-tables.info's bytes.tsv).
 // It also returns warnings (a file listed twice with the same size).
 func ReadSizes(file string) (map[string]int64, []string, error) {
-	f, err := os.Open(file)
+	f, err := openList(file, "sizes list", "bytes.tsv")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -254,7 +291,7 @@ func ReadSizes(file string) (map[string]int64, []string, error) {
 func ParseSizes(r io.Reader, source string) (map[string]int64, []string, error) {
 	out := map[string]int64{}
 	seen := newEntries(source)
-	err := eachLine(r, source, func(ln int, line string) error {
+	err := eachLine(r, source, "sizes list", sizesLine, func(ln int, line string) error {
 		f := strings.Fields(line)
 		if len(f) != 2 {
 			return fmt.Errorf("%s:%d: want \"<size><TAB><name>\", got %q", source, ln, line)
@@ -279,7 +316,7 @@ func ParseSizes(r io.Reader, source string) (map[string]int64, []string, error) 
 // 16-byte checksum the Syzygy generator embeds as the last bytes of a file.
 // It also returns warnings (a file listed twice with the same checksum).
 func ReadTrailers(file string) (map[string]string, []string, error) {
-	f, err := os.Open(file)
+	f, err := openList(file, "trailer list", "tbcheck.txt")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -291,7 +328,7 @@ func ReadTrailers(file string) (map[string]string, []string, error) {
 func ParseTrailers(r io.Reader, source string) (map[string]string, []string, error) {
 	out := map[string]string{}
 	seen := newEntries(source)
-	err := eachLine(r, source, func(ln int, line string) error {
+	err := eachLine(r, source, "trailer list", trailerLine, func(ln int, line string) error {
 		name, sum, ok := strings.Cut(line, ":")
 		sum = strings.ToLower(strings.TrimSpace(sum))
 		name = strings.TrimSpace(name)
@@ -311,8 +348,10 @@ func ParseTrailers(r io.Reader, source string) (map[string]string, []string, err
 const TrailerSize = 16
 
 // eachLine calls fn for every line of r that is not blank or a # comment,
-// trimmed, with its 1-based number. A line longer than maxListLine is an error.
-func eachLine(r io.Reader, source string, fn func(int, string) error) error {
+// trimmed, with its 1-based number. A line longer than maxListLine is an
+// error naming the line and what a line of this kind of list looks like
+// (format): such a line means the wrong file (a binary, a table) was given.
+func eachLine(r io.Reader, source, kind, format string, fn func(int, string) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 4096), maxListLine)
 	ln := 0
@@ -326,8 +365,11 @@ func eachLine(r io.Reader, source string, fn func(int, string) error) error {
 			return err
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s:%d: %w", source, ln+1, err)
+	switch err := sc.Err(); {
+	case errors.Is(err, bufio.ErrTooLong):
+		return fmt.Errorf("%s:%d: %w: over %d bytes, but a %s line is %s: the wrong file?", source, ln+1, ErrLongLine, maxListLine, kind, format)
+	case err != nil:
+		return fmt.Errorf("%s: read after line %d: %w", source, ln, err)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package integrity
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,5 +104,29 @@ func TestVerifyRefusesTooManyJobs(t *testing.T) {
 	_, err := Verify(context.Background(), VerifyOptions{Dirs: []string{t.TempDir()}, Checksums: &cl, Jobs: 1_000_000})
 	if !errors.Is(err, ErrTooManyJobs) {
 		t.Fatalf("1e6 jobs: %v", err)
+	}
+}
+
+// Audit: -c DIR said "odd:1: read odd: is a directory" and a long line
+// "odd/longline:1: bufio.Scanner: token too long".
+func TestListReadersNameADirectoryAndALongLine(t *testing.T) {
+	dir := t.TempDir()
+	long := filepath.Join(dir, "long")
+	os.WriteFile(long, []byte("# a comment\n\n"+strings.Repeat("a", maxListLine+1)+"\n"), 0o644)
+	readers := map[string]func(string) error{
+		"checksum list": func(p string) error { _, err := ReadChecksumList(p, ""); return err },
+		"sizes list":    func(p string) error { _, _, err := ReadSizes(p); return err },
+		"trailer list":  func(p string) error { _, _, err := ReadTrailers(p); return err },
+	}
+	for kind, read := range readers {
+		err := read(dir)
+		var pe *fs.PathError
+		if !errors.Is(err, ErrListIsDir) || !errors.As(err, &pe) || !strings.HasPrefix(err.Error(), kind+" "+dir+": is a directory, not a file (give a file such as") {
+			t.Errorf("%s of a directory: %v", kind, err)
+		}
+		err = read(long)
+		if !errors.Is(err, ErrLongLine) || !strings.HasPrefix(err.Error(), long+":3: line too long: over 65536 bytes, but a "+kind+" line is ") {
+			t.Errorf("%s with a long line: %v", kind, err)
+		}
 	}
 }

@@ -72,13 +72,17 @@ type VerifyReport struct {
 	Mismatches   int          `json:"mismatches"`
 	Unreadable   int          `json:"unreadable"`
 	Unlisted     int          `json:"unlisted"`
-	Missing      []string     `json:"missing_on_disk"` // listed, not found in the directories
-	Complete     bool         `json:"complete_required"`
-	Resumed      int          `json:"resumed_from_state"`
-	BytesHashed  int64        `json:"bytes_hashed"`
-	Seconds      float64      `json:"seconds"`
-	Interrupted  bool         `json:"interrupted,omitempty"`
-	StateFile    string       `json:"state_file,omitempty"`
+	// UnlistedTables are the unlisted files with a table's name (.rtbw,
+	// .rtbz): tables the run could not verify, a problem (exit 1). Other
+	// unlisted files (a README, the list itself) are only reported.
+	UnlistedTables int      `json:"unlisted_tables"`
+	Missing        []string `json:"missing_on_disk"` // listed, not found in the directories
+	Complete       bool     `json:"complete_required"`
+	Resumed        int      `json:"resumed_from_state"`
+	BytesHashed    int64    `json:"bytes_hashed"`
+	Seconds        float64  `json:"seconds"`
+	Interrupted    bool     `json:"interrupted,omitempty"`
+	StateFile      string   `json:"state_file,omitempty"`
 	// NothingChecked: the lists name files but not one file in the
 	// directories was checked against them (a problem: exit 1).
 	NothingChecked bool `json:"nothing_checked"`
@@ -108,6 +112,11 @@ const MaxJobs = 64
 // ErrTooManyJobs is returned for Jobs above MaxJobs.
 var ErrTooManyJobs = fmt.Errorf("more than %d parallel jobs", MaxJobs)
 
+// ErrNoTables is returned when the directories hold no table file at all
+// (no .rtbw or .rtbz file and no file the lists name): nothing to work on,
+// as prefix's commands say for the same directory (exit 3 in the CLI).
+var ErrNoTables = errors.New("no table file")
+
 // Verify checks the table files in opts.Dirs. Mismatches are reported, not
 // returned as errors; an error means Verify could not do its job. When ctx
 // is cancelled it saves its state and returns the partial report with
@@ -130,7 +139,10 @@ func Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, error) {
 	if err != nil {
 		return v.rep, err
 	}
-	v.files = files
+	v.files = dropStrayLinks(files, opts)
+	if !anyTable(v.files, opts) {
+		return v.rep, fmt.Errorf("%w under %s (no .rtbw or .rtbz file, and no file the lists name): wrong directory, or the array is not mounted?", ErrNoTables, strings.Join(opts.Dirs, ", "))
+	}
 	if err := v.loadState(); err != nil {
 		return v.rep, err
 	}
@@ -205,6 +217,11 @@ func (v *verifier) planChecks() {
 	for i, f := range v.files {
 		r := &v.results[i]
 		*r = FileResult{Name: f.Name, Path: f.Path, Size: f.Size}
+		if f.Err != nil { // a table there by name only (a dangling link)
+			r.Verdict = VerdictUnreadable
+			r.Problems = append(r.Problems, f.Err.Error())
+			continue
+		}
 		cheapChecks(r, v.opts, v.byContent)
 		if v.opts.Checksums == nil || r.Verdict == VerdictUnreadable {
 			continue
@@ -336,6 +353,9 @@ func (v *verifier) tally(interrupted bool) {
 			rep.Mismatches++
 		case VerdictUnlisted:
 			rep.Unlisted++
+			if tablewalk.IsTableName(r.Name) {
+				rep.UnlistedTables++
+			}
 		case VerdictUnreadable:
 			rep.Unreadable++
 		}
@@ -352,7 +372,10 @@ func (v *verifier) tally(interrupted bool) {
 	// failure: a cron check must not pass while checking nothing (a wrong
 	// directory, an unmounted array, a symlink the walker did not follow).
 	rep.NothingChecked = !interrupted && len(listed) > 0 && rep.OK+rep.Mismatches+rep.Unreadable == 0
-	rep.ProblemsFound = rep.Mismatches > 0 || rep.Unreadable > 0 || (opts.Complete && len(rep.Missing) > 0) || rep.NothingChecked
+	// An unlisted table is a problem too: the check could not verify it
+	// (a list that names 1 of 30 tables must not pass as a clean run).
+	rep.ProblemsFound = rep.Mismatches > 0 || rep.Unreadable > 0 || rep.UnlistedTables > 0 ||
+		(opts.Complete && len(rep.Missing) > 0) || rep.NothingChecked
 }
 
 // contentByValue maps published values back to the file they belong to, to
@@ -470,8 +493,9 @@ func listedNames(opts VerifyOptions) []string {
 }
 
 // findFiles walks the table directories with the walker prefix uses too
-// (symlinked roots, files and subdirectories followed; loops and dangling
-// links refused), skipping dot files and directories and the state file.
+// (symlinked roots, files and subdirectories followed; loops refused;
+// dangling links returned with Err set), skipping dot files and
+// directories and the state file.
 func findFiles(dirs []string, statePath string) ([]tablewalk.File, error) {
 	files, err := tablewalk.Walk(dirs, tablewalk.Options{Keep: func(name string, dir bool) bool {
 		return !strings.HasPrefix(name, ".")
@@ -490,6 +514,35 @@ func findFiles(dirs []string, statePath string) ([]tablewalk.File, error) {
 		}
 	}
 	return out, nil
+}
+
+// dropStrayLinks leaves out the symlinks the walker could not follow
+// whose name is neither a table's nor listed (notes.txt pointing nowhere):
+// they cannot be a table this check is about. A dangling link with a
+// table's or a listed name stays, to be reported unreadable.
+func dropStrayLinks(files []tablewalk.File, opts VerifyOptions) []tablewalk.File {
+	out := files[:0]
+	for _, f := range files {
+		if f.Err == nil || f.MaybeDir || isTable(f.Name, opts) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// anyTable reports whether files hold a table: a file with a table's name
+// or one the lists name.
+func anyTable(files []tablewalk.File, opts VerifyOptions) bool {
+	for _, f := range files {
+		if isTable(f.Name, opts) || f.MaybeDir { // a lost directory of tables is reported, not "no table"
+			return true
+		}
+	}
+	return false
+}
+
+func isTable(name string, opts VerifyOptions) bool {
+	return tablewalk.IsTableName(name) || listedAnywhere(name, opts)
 }
 
 func hashFile(ctx context.Context, path string, algo Algo, buf []byte, t *Throttle, progress func(int64)) (string, int64, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -292,5 +293,65 @@ func TestReadChecksumListFormats(t *testing.T) {
 	}
 	if a, err := ParseAlgo("SHA-512"); err != nil || a != SHA512 {
 		t.Errorf("%v %v", a, err)
+	}
+}
+
+// Audit: a dangling symlink under the tables failed the whole run. One
+// with a table's name is that table unreadable (a problem); one with
+// another name (notes.txt) is left out; the other tables are checked.
+func TestVerifyDanglingSymlinks(t *testing.T) {
+	tables, lp := syntheticTables(t, 3, 1000)
+	cl, _ := ReadChecksumList(lp, "")
+	os.Symlink(filepath.Join(tables, "gone"), filepath.Join(tables, "notes.txt"))
+	rep, err := Verify(context.Background(), VerifyOptions{Dirs: []string{tables}, Checksums: &cl})
+	if err != nil || rep.OK != 3 || rep.ProblemsFound {
+		t.Fatalf("dangling notes.txt: %v, ok %d, problems %v", err, rep.OK, rep.ProblemsFound)
+	}
+	os.Remove(filepath.Join(tables, "K0vK.rtbw"))
+	os.Symlink("/unmounted/K0vK.rtbw", filepath.Join(tables, "K0vK.rtbw"))
+	rep, err = Verify(context.Background(), VerifyOptions{Dirs: []string{tables}, Checksums: &cl})
+	if err != nil || rep.OK != 2 || rep.Unreadable != 1 || !rep.ProblemsFound || !reflect.DeepEqual(verdicts(rep, VerdictUnreadable), []string{"K0vK.rtbw"}) {
+		t.Fatalf("dangling K0vK.rtbw: %v, ok %d, unreadable %v", err, rep.OK, verdicts(rep, VerdictUnreadable))
+	}
+}
+
+// Audit: table files in no list passed as a clean run. They are a
+// problem; a README in no list is not.
+func TestVerifyUnlistedTablesAreAProblem(t *testing.T) {
+	tables, lp := syntheticTables(t, 3, 1000) // with a README
+	cl, _ := ReadChecksumList(lp, "")
+	delete(cl.Digests, "K2vK.rtbw")
+	rep, err := Verify(context.Background(), VerifyOptions{Dirs: []string{tables}, Checksums: &cl})
+	if err != nil || rep.Unlisted != 2 || rep.UnlistedTables != 1 || !rep.ProblemsFound {
+		t.Fatalf("%v: unlisted %d, of them tables %d, problems %v", err, rep.Unlisted, rep.UnlistedTables, rep.ProblemsFound)
+	}
+}
+
+// Audit: an empty directory was "NOTHING CHECKED" (exit 1) here but "no
+// table file" (exit 3) in prefix. No table file at all is ErrNoTables.
+func TestVerifyNoTableFile(t *testing.T) {
+	_, lp := syntheticTables(t, 2, 100)
+	cl, _ := ReadChecksumList(lp, "")
+	dir := t.TempDir()
+	if _, err := Verify(context.Background(), VerifyOptions{Dirs: []string{dir}, Checksums: &cl}); !errors.Is(err, ErrNoTables) {
+		t.Fatalf("empty directory: %v, want ErrNoTables", err)
+	}
+	os.WriteFile(filepath.Join(dir, "README"), []byte("x"), 0o644)
+	os.Symlink("gone", filepath.Join(dir, "notes.txt"))
+	if _, err := Verify(context.Background(), VerifyOptions{Dirs: []string{dir}, Checksums: &cl}); !errors.Is(err, ErrNoTables) {
+		t.Fatalf("a README and a dangling notes.txt: %v, want ErrNoTables", err)
+	}
+	// a dangling link that may have been a directory of tables (an
+	// unmounted disk) is no "no table file": it is reported, unreadable
+	os.Symlink("/unmounted/7", filepath.Join(dir, "7-pieces"))
+	rep, err := Verify(context.Background(), VerifyOptions{Dirs: []string{dir}, Checksums: &cl})
+	if err != nil || rep.Unreadable != 1 || !rep.ProblemsFound {
+		t.Fatalf("a dangling 7-pieces: %v, unreadable %d, want 1 and a problem", err, rep.Unreadable)
+	}
+	os.Remove(filepath.Join(dir, "7-pieces"))
+	os.WriteFile(filepath.Join(dir, "KQRvKQR.rtbw"), []byte("x"), 0o644)
+	rep, err = Verify(context.Background(), VerifyOptions{Dirs: []string{dir}, Checksums: &cl})
+	if err != nil || !rep.NothingChecked || !rep.ProblemsFound {
+		t.Fatalf("a table none of the list names: %v, nothing checked %v", err, rep.NothingChecked)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tbhost/tbhost/internal/sysread"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 )
@@ -235,12 +236,8 @@ func Extract(ctx context.Context, parsed []Parsed, opt ExtractOptions) (*Extract
 // extract, removes the temporary files of an interrupted run and loads the
 // manifest. unlock releases the lock.
 func openStore(store string) (man Manifest, unlock func(), err error) {
-	st, err := os.Stat(store)
-	if err != nil {
-		return nil, nil, fmt.Errorf("store directory %s: %w (mount the NVMe array there, or create the directory)", store, err)
-	}
-	if !st.IsDir() {
-		return nil, nil, fmt.Errorf("store %s is not a directory", store)
+	if err := checkStoreDir(store); err != nil {
+		return nil, nil, err
 	}
 	if unlock, err = lockStore(store); err != nil {
 		return nil, nil, err
@@ -253,6 +250,20 @@ func openStore(store string) (man Manifest, unlock func(), err error) {
 		return nil, nil, err
 	}
 	return man, unlock, nil
+}
+
+// checkStoreDir says why store cannot be the store directory: it is
+// missing or unreadable (the stat error), or it is something else than a
+// directory (named, so a file given by mistake is recognised at once).
+func checkStoreDir(store string) error {
+	st, err := os.Stat(store)
+	if err != nil {
+		return fmt.Errorf("store directory %s: %w (mount the NVMe array there, or create the directory)", store, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("store directory %s: is a %s, not a directory", store, sysread.FileKind(st.Mode()))
+	}
+	return nil
 }
 
 // selectWork returns the tables to extract: refused tables go to the

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/tbhost/tbhost/internal/tablewalk"
@@ -15,17 +14,22 @@ import (
 type Source struct {
 	Path string
 	Name string // base name, KRvK.rtbw
+	// Err is set for a table that is there by name but cannot be read (a
+	// symlink to a missing target): ParseAll and Verify report it as that
+	// table's failure and go on with the others.
+	Err error
 }
 
 // FindTables walks dirs for files ending in .rtbw or .rtbz, with the
 // semantics of internal/tablewalk (shared with integrity verify-tables):
 // a dir may be a symlink, symlinked files and subdirectories below are
-// followed, a symlink loop or a dangling link is an error, never a skip.
-// Other files are ignored. The same table name under two directories is an
-// error: the store holds one prefix per name.
+// followed, a symlink loop is an error. A dangling symlink with a table's
+// name is returned with Err set; other files, dangling links included,
+// are ignored. The same table name under two directories is an error: the
+// store holds one prefix per name.
 func FindTables(dirs []string) ([]Source, error) {
 	files, err := tablewalk.Walk(dirs, tablewalk.Options{Keep: func(name string, dir bool) bool {
-		return dir || strings.HasSuffix(name, ".rtbw") || strings.HasSuffix(name, ".rtbz")
+		return dir || tablewalk.IsTableName(name)
 	}})
 	if err != nil {
 		return nil, err
@@ -37,7 +41,7 @@ func FindTables(dirs []string) ([]Source, error) {
 			return nil, fmt.Errorf("table %s is in two places: %s and %s; keep one (the store holds one prefix per table name)", f.Name, other, f.Path)
 		}
 		seen[f.Name] = f.Path
-		out = append(out, Source{Path: f.Path, Name: f.Name})
+		out = append(out, Source{Path: f.Path, Name: f.Name, Err: f.Err})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
@@ -67,6 +71,10 @@ func ParseAll(ctx context.Context, sources []Source, jobs int) []Parsed {
 				out[i].Source = sources[i]
 				if err := ctx.Err(); err != nil {
 					out[i].Err = err
+					continue
+				}
+				if sources[i].Err != nil { // found by name, unreadable: nothing to parse
+					out[i].Err = sources[i].Err
 					continue
 				}
 				out[i].Layout, out[i].Err = ParseFile(sources[i].Path)

@@ -72,8 +72,8 @@ func Verify(ctx context.Context, sources []Source, opt VerifyOptions) (*VerifyRe
 	phys := ReadPhysical()
 	rep := &VerifyReport{Store: opt.Store, Full: opt.Full, Tables: len(sources), Findings: []Finding{}, PhysicalBytesRead: -1}
 	defer func() { rep.PhysicalBytesRead = phys.Since() }()
-	if st, err := os.Stat(opt.Store); err != nil || !st.IsDir() {
-		return rep, fmt.Errorf("store directory %s: not a readable directory (%v)", opt.Store, err)
+	if err := checkStoreDir(opt.Store); err != nil {
+		return rep, err
 	}
 	man, err := LoadManifest(opt.Store)
 	if err != nil {
@@ -151,6 +151,10 @@ func verifyOne(ctx context.Context, src Source, store string, e ManifestEntry, h
 	var out []Finding
 	add := func(kind, path, format string, a ...any) {
 		out = append(out, Finding{Kind: kind, Name: src.Name, Path: path, Detail: fmt.Sprintf(format, a...)})
+	}
+	if src.Err != nil { // the table is there by name only (a dangling link)
+		add(FindBadTable, src.Path, "%v", src.Err)
+		return out, 0
 	}
 	ppath := PrefixPath(store, src.Name)
 	pst, err := os.Stat(ppath)

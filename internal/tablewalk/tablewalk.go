@@ -5,9 +5,19 @@
 // The semantics, defined once:
 //   - A root may be a symlink (a table directory is often a link to the
 //     array's mount): it is followed. A root that is not a directory is an
-//     error.
+//     error, an *fs.PathError (wrapping ErrNotDir) like a missing root: it
+//     is a path named on the command line that cannot be walked.
 //   - Symlinks below a root are followed, to files and to directories
-//     alike. A symlink whose target is missing is an error, not a skip.
+//     alike. A symlink that cannot be followed (its target is missing, or
+//     it loops onto itself) is judged by its name, like any entry: if the
+//     caller's Keep accepts the name as a file (a table's name), it is
+//     returned as a File with Err set, that one table unreadable, for the
+//     caller to report while it goes on with the others. A name without an
+//     extension that Keep accepts as a directory (7-pieces, a link to an
+//     unmounted disk) may have been a directory of tables: it is returned
+//     the same way with MaybeDir set, so the loss is reported, not
+//     silently walked past. Any other name (notes.txt) is skipped like any
+//     other file that is not a table. One stale link never stops the walk.
 //   - A directory reached twice is an error naming both paths: a symlink
 //     loop (a link to an ancestor), two links to one directory, or a root
 //     given twice (directly or through a link). Nothing is walked twice
@@ -29,8 +39,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tbhost/tbhost/internal/sysread"
 )
 
 // File is one regular file found under a root.
@@ -40,6 +53,13 @@ type File struct {
 	Size    int64     // of the file (the link's target for a symlink)
 	ModTime time.Time // of the file (the link's target for a symlink)
 	Linked  bool      // reached through a symlink (the file or a directory above it)
+	// Err is set for a symlink with a table's name that cannot be
+	// followed (wrapping ErrDangling when its target is missing): the
+	// table is there by name but cannot be read. Size and ModTime are zero.
+	Err error
+	// MaybeDir: the unfollowable link's name may be a directory's (no
+	// extension): whatever tables were under it were not walked.
+	MaybeDir bool
 }
 
 // Options says which entries a walk looks at.
@@ -52,8 +72,11 @@ type Options struct {
 // ErrLoop is wrapped by the error for a directory reached twice.
 var ErrLoop = errors.New("directory reached twice")
 
-// ErrDangling is wrapped by the error for a symlink to nothing.
+// ErrDangling is wrapped by File.Err for a symlink to nothing.
 var ErrDangling = errors.New("symlink to a missing target")
+
+// ErrNotDir is wrapped by the error for a root that is not a directory.
+var ErrNotDir = errors.New("not a directory")
 
 // ErrNotRegular is wrapped by the error for a fifo, socket or device.
 var ErrNotRegular = errors.New("not a regular file")
@@ -78,7 +101,10 @@ func Walk(roots []string, opts Options) ([]File, error) {
 			return nil, fmt.Errorf("table directory: %w", err)
 		}
 		if !st.IsDir() {
-			return nil, fmt.Errorf("table directory %s is not a directory", root)
+			// A *fs.PathError, like a missing root: callers map both to
+			// "could not run" (exit 3), the rule for a path named on the
+			// command line that cannot be used.
+			return nil, &fs.PathError{Op: "table directory", Path: root, Err: fmt.Errorf("is a %s, %w", sysread.FileKind(st.Mode()), ErrNotDir)}
 		}
 		lst, err := os.Lstat(root)
 		if err != nil {
@@ -111,12 +137,7 @@ func (w *walker) dir(path string, st fs.FileInfo, linked bool) error {
 		if isLink {
 			info, err = os.Stat(p)
 			if err != nil {
-				if w.keep(e.Name(), false) || w.keep(e.Name(), true) {
-					if errors.Is(err, fs.ErrNotExist) {
-						return fmt.Errorf("%s: %w; remove the link or restore its target", p, ErrDangling)
-					}
-					return fmt.Errorf("%s: follow symlink: %w", p, err)
-				}
+				w.unfollowable(p, e.Name(), err)
 				continue
 			}
 			t = info.Mode().Type()
@@ -150,6 +171,30 @@ func (w *walker) dir(path string, st fs.FileInfo, linked bool) error {
 	return nil
 }
 
+// unfollowable handles a symlink at p that os.Stat could not follow (err):
+// with a table's name (Keep accepts it as a file) it is that table,
+// unreadable, returned with Err set; with any other name it cannot be a
+// table and is skipped, as a regular file of that name would be. Failing
+// the walk instead would leave every other table unchecked because of one
+// stale link (a notes.txt pointing nowhere).
+func (w *walker) unfollowable(p, name string, err error) {
+	asFile := w.keep(name, false)
+	maybeDir := filepath.Ext(name) == "" && w.keep(name, true)
+	if !asFile && !maybeDir {
+		return
+	}
+	what := ""
+	if maybeDir {
+		what = " (a directory of tables? none under it was walked)"
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		err = fmt.Errorf("%s: %w%s; remove the link or restore its target (mount its disk)", p, ErrDangling, what)
+	} else {
+		err = fmt.Errorf("%s: follow symlink%s: %w", p, what, err)
+	}
+	w.out = append(w.out, File{Path: p, Name: name, Linked: true, Err: err, MaybeDir: maybeDir})
+}
+
 func (w *walker) keep(name string, dir bool) bool {
 	return w.opts.Keep == nil || w.opts.Keep(name, dir)
 }
@@ -160,4 +205,10 @@ func identity(st fs.FileInfo) (dirID, bool) {
 		return dirID{}, false
 	}
 	return dirID{dev: uint64(s.Dev), ino: uint64(s.Ino)}, true
+}
+
+// IsTableName reports whether name is a Syzygy table's file name (.rtbw
+// or .rtbz), the one test of "a table file" for prefix and integrity.
+func IsTableName(name string) bool {
+	return strings.HasSuffix(name, ".rtbw") || strings.HasSuffix(name, ".rtbz")
 }

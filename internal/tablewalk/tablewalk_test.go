@@ -2,6 +2,7 @@ package tablewalk
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,21 +109,59 @@ func TestTwoLinksToOneDirectoryAndRepeatedRootsAreRefused(t *testing.T) {
 	}
 }
 
-func TestDanglingSymlinkIsAnErrorUnlessRejected(t *testing.T) {
+// tableKeep is the name filter of prefix: every directory, table files only.
+func tableKeep(name string, dir bool) bool { return dir || IsTableName(name) }
+
+// Audit: one dangling symlink anywhere under the tables (even notes.txt)
+// failed the whole walk, so prefix stats/extract and verify-tables checked
+// no table at all. A link with a table's name is that table, unreadable.
+func TestDanglingSymlinkWithATableNameIsThatTableUnreadable(t *testing.T) {
 	root := t.TempDir()
 	write(t, filepath.Join(root, "KRvK.rtbw"))
 	symlink(t, filepath.Join(root, "gone"), filepath.Join(root, "KQvK.rtbw"))
-	if _, err := Walk([]string{root}, Options{}); !errors.Is(err, ErrDangling) || !strings.Contains(err.Error(), "KQvK.rtbw") {
-		t.Fatalf("dangling link: %v", err)
+	symlink(t, "KNvK.rtbz", filepath.Join(root, "KNvK.rtbz")) // a link to itself: ELOOP
+	got, err := Walk([]string{root}, Options{Keep: tableKeep})
+	if err != nil {
+		t.Fatalf("a dangling table link failed the walk: %v", err)
 	}
-	// A link to a missing directory (an unmounted disk) is refused too:
-	// the walker cannot tell what the link was to.
+	if names(got) != "KNvK.rtbz KQvK.rtbw KRvK.rtbw" {
+		t.Fatalf("got %q, want the two broken links and the good table", names(got))
+	}
+	byName := map[string]File{}
+	for _, f := range got {
+		byName[f.Name] = f
+	}
+	if f := byName["KQvK.rtbw"]; !errors.Is(f.Err, ErrDangling) || !strings.Contains(f.Err.Error(), f.Path) || !f.Linked {
+		t.Errorf("dangling KQvK.rtbw: %+v, want Err wrapping ErrDangling naming the link", f)
+	}
+	if f := byName["KNvK.rtbz"]; f.Err == nil || errors.Is(f.Err, ErrDangling) || !strings.Contains(f.Err.Error(), "follow symlink") {
+		t.Errorf("self-linked KNvK.rtbz: %+v, want a follow error", f)
+	}
+	if f := byName["KRvK.rtbw"]; f.Err != nil || f.Size == 0 {
+		t.Errorf("good KRvK.rtbw: %+v", f)
+	}
+}
+
+// A dangling link whose name cannot be a table is skipped like any other
+// file that is not a table (notes.txt). One whose name may be a
+// directory's (7-pieces, a link to an unmounted disk) is returned with
+// MaybeDir: the tables under it were lost, which callers report by name.
+func TestDanglingSymlinkWithAnotherNameIsSkipped(t *testing.T) {
+	root := t.TempDir()
+	write(t, filepath.Join(root, "KRvK.rtbw"))
+	symlink(t, filepath.Join(root, "gone"), filepath.Join(root, "notes.txt"))
 	symlink(t, filepath.Join(root, "unmounted"), filepath.Join(root, "7-pieces"))
-	noLinks := Options{Keep: func(name string, dir bool) bool { return name != "7-pieces" && name != "KQvK.rtbw" }}
-	if _, err := Walk([]string{root}, Options{Keep: func(name string, dir bool) bool { return name != "KQvK.rtbw" }}); !errors.Is(err, ErrDangling) || !strings.Contains(err.Error(), "7-pieces") {
-		t.Fatalf("link to a missing directory: %v", err)
+	got, err := Walk([]string{root}, Options{Keep: tableKeep})
+	if err != nil || names(got) != "7-pieces KRvK.rtbw" {
+		t.Fatalf("got %q %v, want 7-pieces and KRvK.rtbw and no error", names(got), err)
 	}
-	got, err := Walk([]string{root}, noLinks)
+	for _, f := range got {
+		if f.Name == "7-pieces" && (!f.MaybeDir || !errors.Is(f.Err, ErrDangling) || !strings.Contains(f.Err.Error(), "directory of tables")) {
+			t.Errorf("7-pieces: %+v, want MaybeDir and ErrDangling saying it may be a directory of tables", f)
+		}
+	}
+	// A filter that rejects the names outright: not even looked at.
+	got, err = Walk([]string{root}, Options{Keep: func(name string, dir bool) bool { return name == "KRvK.rtbw" }})
 	if err != nil || names(got) != "KRvK.rtbw" {
 		t.Fatalf("a rejected dangling link must not matter: %q %v", names(got), err)
 	}
@@ -159,7 +198,10 @@ func TestRootErrors(t *testing.T) {
 	}
 	f := filepath.Join(t.TempDir(), "file")
 	write(t, f)
-	if _, err := Walk([]string{f}, Options{}); err == nil || !strings.Contains(err.Error(), "not a directory") {
+	// A file where a directory is named: a path error (exit 3 in the
+	// CLI, like a missing directory) that says what the path is.
+	var pe *fs.PathError
+	if _, err := Walk([]string{f}, Options{}); !errors.Is(err, ErrNotDir) || !errors.As(err, &pe) || !strings.Contains(err.Error(), "is a regular file, not a directory") {
 		t.Errorf("file as root: %v", err)
 	}
 	if _, err := Walk([]string{filepath.Join(f, "nope")}, Options{}); err == nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/tbhost/tbhost/integrity"
 	"github.com/tbhost/tbhost/internal/cliutil"
 	"github.com/tbhost/tbhost/internal/sizes"
+	"github.com/tbhost/tbhost/internal/tablewalk"
 	"github.com/urfave/cli/v2"
 )
 
@@ -29,10 +30,17 @@ func verifyCommand() *cli.Command {
    the 16-byte checksum the generator embeds at the end of every file against tbcheck.txt
    ("<name>: <hex>"). Both are picked up next to --checksums when present; --no-hash runs only them.
 
-   Reported: mismatches (file, published and actual digest), files not in the list, and listed
-   files missing in the directories (an error with --complete). With --state an interrupted run
-   (Ctrl-C, a cron time limit) continues where it stopped; a finished run removes the state.
-   All clean, it prints nothing without a terminal (cron mails only problems) or with --quiet.
+   Reported: mismatches (file, published and actual digest), unreadable files (a symlink with a
+   table's name whose target is missing is one), table files (.rtbw, .rtbz) in no list (not
+   checked: a problem, like a mismatch), other files in no list (a README: only named), and
+   listed files missing in the directories (an error with --complete). With --state an
+   interrupted run (Ctrl-C, a cron time limit) continues where it stopped; a finished run
+   removes the state. All clean, it prints nothing without a terminal (cron mails only
+   problems) or with --quiet; problems are printed always.
+
+   Exit 0 all clean; 1 a mismatch, an unreadable or unlisted table, nothing checked (tables
+   there but none in the lists), or a list it read but refuses; 3 could not run: a list or
+   DIR missing, unreadable or not a file/directory, or no table file under the DIRs at all.
 
    Example (the lists published by syzygy-tables.info):
      tbhost integrity verify-tables --checksums ../shared/syzygy/checksums/syzygy-tables.info/sha256 \
@@ -166,9 +174,33 @@ func runVerify(c *cli.Context) error {
 	case rep.Interrupted:
 		return cliutil.CannotRun(verr)
 	case rep.ProblemsFound:
-		return cliutil.Reported(cliutil.ExitProblem, "files do not match the lists (see files)")
+		return cliutil.Reported(cliutil.ExitProblem, problemSummary(rep)+"; see files")
 	}
 	return nil
+}
+
+// problemSummary is the error message of a run with problems, under
+// --json: what was found, counted.
+func problemSummary(rep integrity.VerifyReport) string {
+	var parts []string
+	add := func(n int, what string) {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, what))
+		}
+	}
+	add(rep.Mismatches, "mismatching")
+	add(rep.Unreadable, "unreadable")
+	add(rep.UnlistedTables, "tables in no list (not checked)")
+	if rep.Complete {
+		add(len(rep.Missing), "listed files missing")
+	}
+	if rep.NothingChecked {
+		parts = append(parts, "nothing checked")
+	}
+	if len(parts) == 0 {
+		return "files do not match the lists"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // pickList returns the explicit file, or name next to the checksum list if it exists.
@@ -211,8 +243,10 @@ func printVerify(w io.Writer, rep integrity.VerifyReport, all bool) error {
 			for _, p := range f.Problems {
 				fmt.Fprintf(w, "           %s\n", p)
 			}
+		case f.Verdict == integrity.VerdictUnlisted && tablewalk.IsTableName(f.Name):
+			fmt.Fprintf(w, "%-10s %s (a table in no list: not checked)\n", "UNLISTED", f.Path)
 		case f.Verdict == integrity.VerdictUnlisted:
-			fmt.Fprintf(w, "%-10s %s (in no list: not checked)\n", "UNLISTED", f.Path)
+			fmt.Fprintf(w, "%-10s %s (not a table file, in no list: not checked)\n", "UNLISTED", f.Path)
 		case all && f.Verdict != "":
 			fmt.Fprintf(w, "%-10s %s\n", strings.ToUpper(f.Verdict), f.Path)
 		}
@@ -234,8 +268,11 @@ func printVerify(w io.Writer, rep integrity.VerifyReport, all bool) error {
 	} else {
 		fmt.Fprintln(w)
 	}
+	if rep.UnlistedTables > 0 && !rep.NothingChecked {
+		fmt.Fprintf(w, "NOT CHECKED: %d table files are in no list: a partial or wrong list? Check them with a list that names them (the full published list)\n", rep.UnlistedTables)
+	}
 	if rep.NothingChecked {
-		fmt.Fprintf(w, "NOTHING CHECKED: none of the %d files found is in the lists: wrong directory, or the array not mounted?\n", len(rep.Files))
+		fmt.Fprintf(w, "NOTHING CHECKED: none of the %d files found is in the lists: the wrong list for this directory, or the wrong directory?\n", len(rep.Files))
 	}
 	if rep.Algo != "" {
 		rateStr := ""

@@ -80,13 +80,119 @@ func TestVerifyTablesThroughSymlinkedDirectoryVerifiesEveryFile(t *testing.T) {
 	}
 }
 
+// A run that checks nothing fails. With table files there but none in the
+// list (the wrong list, or the wrong directory of tables), the check says
+// so: exit 1, NOTHING CHECKED.
 func TestVerifyTablesCheckingNothingFails(t *testing.T) {
 	_, list := tablesWithList(t, 3)
-	empty := t.TempDir()
-	os.WriteFile(filepath.Join(empty, "README"), []byte("not a table"), 0o644)
-	code, out, errs := runCLI(t, nil, "integrity", "verify-tables", "-c", list, empty)
+	other := t.TempDir()
+	os.WriteFile(filepath.Join(other, "KQRvKQR.rtbw"), []byte("a table the list does not name"), 0o644)
+	code, out, errs := runCLI(t, nil, "integrity", "verify-tables", "-c", list, other)
 	if code != cliutil.ExitProblem || !strings.Contains(out, "NOTHING CHECKED") {
 		t.Fatalf("0 files checked against a 3-file list: exit %d, want 1 with NOTHING CHECKED:\n%s%s", code, out, errs)
+	}
+}
+
+// Audit: an empty directory gave exit 1 here and 3 in the prefix
+// commands. No table file under the directories at all (empty, or only a
+// README: an unmounted mount point) is nothing to work on: 3, as in prefix.
+func TestVerifyTablesNoTableFileCannotRun(t *testing.T) {
+	_, list := tablesWithList(t, 3)
+	empty := t.TempDir()
+	readme := t.TempDir()
+	os.WriteFile(filepath.Join(readme, "README"), []byte("not a table"), 0o644)
+	for _, dir := range []string{empty, readme} {
+		code, out, errs := runCLI(t, nil, "integrity", "verify-tables", "-c", list, dir)
+		if code != cliutil.ExitCannotRun || !strings.Contains(errs, "no table file under "+dir) {
+			t.Errorf("%s: exit %d, want 3 saying there is no table file:\n%s%s", dir, code, out, errs)
+		}
+	}
+}
+
+// Audit: with a one-line list, 29 of 30 tables went unchecked and, without
+// a terminal (cron), nothing was printed and the exit was 0. A table in
+// no list is a finding: printed in every mode, exit 1.
+func TestVerifyTablesUnlistedTablesAreFindings(t *testing.T) {
+	dir, list := tablesWithList(t, 5)
+	b, _ := os.ReadFile(list)
+	one := filepath.Join(t.TempDir(), "sha256")
+	os.WriteFile(one, []byte(strings.SplitN(string(b), "\n", 2)[0]+"\n"), 0o644)
+	for _, args := range [][]string{{"-c", one, dir}, {"-c", one, "--quiet", dir}} {
+		code, out, errs := runCLI(t, nil, append([]string{"integrity", "verify-tables"}, args...)...)
+		if code != cliutil.ExitProblem || strings.Count(out, "UNLISTED") != 4 || !strings.Contains(out, "NOT CHECKED: 4 table files") {
+			t.Errorf("%v, no terminal: exit %d, want 1 naming the 4 unlisted tables:\n%s%s", args, code, out, errs)
+		}
+	}
+	code, out, _ := runCLI(t, nil, "integrity", "verify-tables", "--json", "-c", one, dir)
+	if code != cliutil.ExitProblem || !strings.Contains(out, `"unlisted_tables": 4`) || !strings.Contains(out, "4 tables in no list") {
+		t.Errorf("--json: exit %d:\n%s", code, out)
+	}
+	// A file that is not a table (a README, the list itself) in no list
+	// is named on a terminal but is no problem: the check stays clean.
+	os.WriteFile(filepath.Join(dir, "README"), []byte("not a table"), 0o644)
+	if code, out, errs := runCLI(t, nil, "integrity", "verify-tables", "-c", list, dir); code != 0 || out != "" || errs != "" {
+		t.Errorf("README next to listed tables, no terminal: exit %d, want 0 and silence:\n%s%s", code, out, errs)
+	}
+	if code, out, _ := runCLI(t, onTerminal(), "integrity", "verify-tables", "-c", list, dir); code != 0 || !strings.Contains(out, "README (not a table file, in no list") {
+		t.Errorf("README on a terminal: exit %d:\n%s", code, out)
+	}
+}
+
+// Audit: one dangling symlink anywhere under the tables (even notes.txt)
+// made verify-tables exit 3 with no table checked. A link that cannot be a
+// table is ignored; one with a table's name is that table unreadable.
+func TestVerifyTablesDanglingSymlinks(t *testing.T) {
+	dir, list := tablesWithList(t, 3)
+	if err := os.Symlink(filepath.Join(dir, "gone"), filepath.Join(dir, "notes.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runCLI(t, onTerminal(), "integrity", "verify-tables", "-c", list, dir); code != 0 || !strings.Contains(out, "3 ok, 0 mismatching, 0 unreadable, 0 not in the list") {
+		t.Fatalf("dangling notes.txt: exit %d, want 0 with 3 ok:\n%s%s", code, out, errs)
+	}
+	// K1vK.rtbw, listed, replaced by a link to a missing disk
+	table := filepath.Join(dir, "K1vK.rtbw")
+	os.Remove(table)
+	if err := os.Symlink("/unmounted/K1vK.rtbw", table); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, nil, "integrity", "verify-tables", "-c", list, dir)
+	if code != cliutil.ExitProblem || !strings.Contains(out, "UNREADABLE "+table) || !strings.Contains(out, "symlink to a missing target") ||
+		!strings.Contains(out, "2 ok, 0 mismatching, 1 unreadable") {
+		t.Fatalf("dangling listed table: exit %d, want 1 naming it unreadable, the others checked:\n%s%s", code, out, errs)
+	}
+}
+
+// Audit: messages about a bad --checksums path or line.
+func TestVerifyTablesListMessages(t *testing.T) {
+	dir, list := tablesWithList(t, 2)
+	listDir := filepath.Dir(list)
+	code, _, errs := runCLI(t, nil, "integrity", "verify-tables", "-c", listDir, dir)
+	want := "checksum list " + listDir + ": is a directory, not a file (give a file such as " + list + ")"
+	if code != cliutil.ExitCannotRun || !strings.Contains(errs, want) || strings.Contains(errs, ":1:") {
+		t.Errorf("-c DIR: exit %d, want 3 with %q: %s", code, want, errs)
+	}
+	b, _ := os.ReadFile(list)
+	long := filepath.Join(t.TempDir(), "sha256")
+	os.WriteFile(long, append(b, []byte(strings.Repeat("f", 100000)+"\n")...), 0o644)
+	code, _, errs = runCLI(t, nil, "integrity", "verify-tables", "-c", long, dir)
+	if code != cliutil.ExitProblem || !strings.Contains(errs, long+":3: line too long: over 65536 bytes") ||
+		!strings.Contains(errs, `a checksum list line is "<hex digest>  <file name>"`) || strings.Contains(errs, "bufio") {
+		t.Errorf("a line over the limit: exit %d: %s", code, errs)
+	}
+	code, _, errs = runCLI(t, nil, "integrity", "verify-tables", "--no-hash", "--sizes", listDir, dir)
+	if code != cliutil.ExitCannotRun || !strings.Contains(errs, "sizes list "+listDir+": is a directory, not a file") {
+		t.Errorf("--sizes DIR: exit %d: %s", code, errs)
+	}
+}
+
+// Audit: a regular file given as the table directory: 3, saying so (as
+// in the prefix commands).
+func TestVerifyTablesDirectoryThatIsAFile(t *testing.T) {
+	dir, list := tablesWithList(t, 1)
+	file := filepath.Join(dir, "K0vK.rtbw")
+	code, _, errs := runCLI(t, nil, "integrity", "verify-tables", "-c", list, file)
+	if code != cliutil.ExitCannotRun || !strings.Contains(errs, file+": is a regular file, not a directory") {
+		t.Errorf("exit %d, want 3: %s", code, errs)
 	}
 }
 

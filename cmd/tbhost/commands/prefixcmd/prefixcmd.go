@@ -140,7 +140,9 @@ func statsCommand() *cli.Command {
    block-length lists, compressed data, whole files, the sparse prefix (up to the first
    block-length list) and the prefix (up to the first data block), and the prefix share.
    Files that are not valid standard-chess tables (variants, Git LFS pointers, HTML error
-   pages, truncated downloads) are named on stderr and skipped; the exit code is then 1.
+   pages, truncated downloads, a table-named symlink whose target is missing) are named on
+   stderr and skipped; the exit code is then 1. A DIR that is missing, unreadable or not a
+   directory, or holds no .rtbw/.rtbz file: exit 3.
 
    --json: {"files":[...] (with --files), "totals":{"wdl":{...},"dtz":{...},"all":{...}}}
    with byte fields size, header, sparse_index, block_lengths, data, sparse_prefix, prefix.`,
@@ -199,14 +201,30 @@ func printStats(w io.Writer, st prefix.Stats, files int, elapsed time.Duration) 
 	}
 	all := st.Totals.All
 	fmt.Fprintf(w, "\nprefix store: %s (full prefixes), %s (sparse prefixes only)\n", sizes.Format(all.Prefix), sizes.Format(all.SparsePrefix))
+	_, err := fmt.Fprintln(w, readSummary(st, files, elapsed))
+	return err
+}
+
+// readSummary is the last line of stats: the header bytes read and the
+// average per table. Both count only the tables parsed (Stats.BytesRead
+// leaves the refused files out), so the average divides by those and the
+// line says how many refused files it leaves out; the rate counts every
+// file looked at.
+func readSummary(st prefix.Stats, files int, elapsed time.Duration) string {
+	parsed := st.Totals.All.Files
 	per := int64(0)
-	if all.Files > 0 {
-		per = st.BytesRead / int64(all.Files)
+	if parsed > 0 {
+		per = st.BytesRead / int64(parsed)
+	}
+	line := fmt.Sprintf("read %s header bytes from the %d tables parsed (%s per table", commas(st.BytesRead), parsed, commas(per))
+	switch refused := files - parsed; {
+	case refused == 1:
+		line += "; the refused file is not counted"
+	case refused > 1:
+		line += fmt.Sprintf("; the %d refused files are not counted", refused)
 	}
 	rate := float64(files) / max(elapsed.Seconds(), 1e-9)
-	fmt.Fprintf(w, "read %s header bytes from %d files (%s per file) in %s: %.0f files/s\n",
-		commas(st.BytesRead), files, commas(per), elapsed.Round(time.Millisecond), rate)
-	return nil
+	return line + fmt.Sprintf(") in %s: %d files, %.0f files/s", elapsed.Round(time.Millisecond), files, rate)
 }
 
 // ---- plan ----
@@ -347,9 +365,10 @@ func extractCommand() *cli.Command {
    A manifest (tbhost-prefix-manifest.jsonl) records each table's path, size, mtime, prefix
    length and SHA-256; a rerun skips prefixes whose table and file are unchanged since the
    manifest (without re-reading them: prefix verify does that) and finishes the rest.
-   Free space is checked first. Bad tables are named, skipped, and make the exit code 1; so
-   is a table whose header holds another material than its name (KvKR.rtbw with KRvK's
-   bytes), and a table whose <table>.prefix is a directory (left alone: move it away).
+   Free space is checked first. Bad tables (a table-named symlink whose target is missing too)
+   are named, skipped, and make the exit code 1; so is a table whose header holds another
+   material than its name (KvKR.rtbw with KRvK's bytes), and a table whose <table>.prefix is
+   a directory (left alone: move it away).
    --jobs is 1 to %d (each job holds 3 MiB of buffers); anything else is a usage error.
    With --capacity SIZE instead of --upto, each table gets the level prefix plan picks.
 
@@ -427,11 +446,22 @@ func extractCommand() *cli.Command {
 				for _, f := range rep.Failed {
 					fmt.Fprintf(g.Stderr, "tbhost: FAILED %s: %s\n", f.Name, f.Error)
 				}
-				return cliutil.Problemf("%d of %d tables failed and were skipped (named above); the other prefixes are in place", len(rep.Failed), rep.Tables)
+				return cliutil.Problem(failedSummary(rep))
 			}
 			return nil
 		},
 	}
+}
+
+// failedSummary is extract's error when tables failed. "The other
+// prefixes are in place" only when some are: a run where every table
+// failed (a wrong directory of broken links, all truncated) has none.
+func failedSummary(r *prefix.ExtractReport) error {
+	failed := len(r.Failed)
+	if r.Written+r.Skipped == 0 {
+		return fmt.Errorf("%d of %d tables failed and were skipped (named above); nothing was extracted", failed, r.Tables)
+	}
+	return fmt.Errorf("%d of %d tables failed and were skipped (named above); the other prefixes are in place (%d written, %d unchanged)", failed, r.Tables, r.Written, r.Skipped)
 }
 
 func printExtract(w io.Writer, r *prefix.ExtractReport) error {
