@@ -2,6 +2,7 @@ package integrity
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -41,9 +42,25 @@ type ArrayStatus struct {
 	OK       bool          `json:"ok"`
 }
 
+// ErrNoIntegrityLV is returned (wrapped) by Status asked for every RAID LV
+// with dm-integrity (no names) when there is none: nothing to work on
+// (exit 3), not a problem found on an array.
+var ErrNoIntegrityLV = errors.New("no RAID LV with dm-integrity")
+
+// LVMError is Status failing to get a usable report from LVM: lvm missing
+// or failing, a snapshot's report missing or not a file, an answer that is
+// not LVM's JSON (lvm.ErrBadReport). Status could not run (exit 3); it
+// judged nothing.
+type LVMError struct{ Err error }
+
+func (e *LVMError) Error() string { return "integrity status: " + e.Err.Error() }
+
+func (e *LVMError) Unwrap() error { return e.Err }
+
 // Status reads the integrity state of RAID LVs. Names are VGs or VG/LV
 // pairs; none means every RAID LV with dm-integrity. A named LV without an
-// integrity layer is reported with a problem.
+// integrity layer is reported with a problem. Errors: *LVMError when LVM
+// gave no usable report, ErrNoIntegrityLV when there is nothing to judge.
 func Status(ctx context.Context, c lvm.Client, names ...string) ([]ArrayStatus, error) {
 	// `lvs -a VG/LV` reports that LV alone, without its hidden sub-LVs
 	// (seen with lvm2 2.03.16 in the lab): ask for whole VGs, then pick.
@@ -64,7 +81,7 @@ func Status(ctx context.Context, c lvm.Client, names ...string) ([]ArrayStatus, 
 	}
 	all, err := c.LVs(ctx, vgs...)
 	if err != nil {
-		return nil, fmt.Errorf("integrity status: %w", err)
+		return nil, &LVMError{Err: err}
 	}
 	var out []ArrayStatus
 	for _, lv := range all {
@@ -86,11 +103,13 @@ func Status(ctx context.Context, c lvm.Client, names ...string) ([]ArrayStatus, 
 		}
 	}
 	if len(out) == 0 {
-		what := "any VG"
-		if len(names) > 0 {
-			what = strings.Join(names, ", ")
+		const how = "create one with lvcreate --type raid5 --raidintegrity y, or add it with lvconvert --raidintegrity y VG/LV"
+		if len(names) == 0 {
+			return nil, fmt.Errorf("%w in any VG (%s)", ErrNoIntegrityLV, how)
 		}
-		return nil, fmt.Errorf("no RAID LV with dm-integrity in %s (create one with lvcreate --type raid5 --raidintegrity y, or add it with lvconvert --raidintegrity y VG/LV)", what)
+		// VGs named that hold none: the names are refused (exit 1), as a
+		// named LV that does not exist
+		return nil, fmt.Errorf("no RAID LV with dm-integrity in %s (%s)", strings.Join(names, ", "), how)
 	}
 	return out, nil
 }

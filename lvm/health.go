@@ -143,6 +143,11 @@ const (
 	// CodeHealthUnrecognized: an lv_health_status value tbhost does not
 	// know, or an lv_attr health character it does not know: not OK.
 	CodeHealthUnrecognized Code = "health-unrecognized"
+	// CodeValueUnrecognized: a counter health is judged on
+	// (integritymismatches, raid_mismatch_count, sync_percent) that tbhost
+	// cannot read (not a count, not a percent, empty where an active LV
+	// reports it): it cannot judge the LV, which is not OK.
+	CodeValueUnrecognized Code = "value-unrecognized"
 	// CodeIntegrityMismatches: dm-integrity counted blocks whose checksum
 	// did not match (integritymismatches > 0).
 	CodeIntegrityMismatches Code = "integrity-mismatches"
@@ -165,7 +170,9 @@ const (
 	CodeNoImages Code = "no-images"
 	// CodeLVNotFound: the LV asked for does not exist.
 	CodeLVNotFound Code = "lv-not-found"
-	// CodeNoRAIDLV: there is no RAID LV at all.
+	// CodeNoRAIDLV: there is no RAID LV at all. No longer a finding:
+	// lvm status returns ErrNoRAIDLV (exit 3, nothing to work on); the
+	// code stays reserved with its meaning.
 	CodeNoRAIDLV Code = "no-raid-lv"
 	// CodePlanMismatch: the array differs from the reviewed plan.
 	CodePlanMismatch Code = "plan-mismatch"
@@ -271,10 +278,11 @@ var healthCodes = map[string]struct {
 var attrHealthCodes = map[byte]Code{'w': CodeWritemostly, 'X': CodeHealthUnknown, 'F': CodeLVFailed, 'M': CodeMetadataReadOnly}
 
 // Findings judges the LV's own health fields: lv_health_status, the health
-// character of lv_attr, integrity mismatches and raid mismatches, in that
-// order. Empty means healthy. A sync in progress is not judged here (see
-// AssessArray). Both lv_health_status and lv_attr may report the same state:
-// each gives its own finding (same Code, different Field).
+// character of lv_attr, counters tbhost could not read (BadValues),
+// integrity mismatches and raid mismatches, in that order. Empty means
+// healthy. A sync in progress is not judged here (see AssessArray). Both
+// lv_health_status and lv_attr may report the same state: each gives its
+// own finding (same Code, different Field).
 func (lv LV) Findings() []Finding {
 	var out []Finding
 	name := lv.FullName()
@@ -315,6 +323,10 @@ func (lv LV) Findings() []Finding {
 		if f.Code != "" {
 			add(f)
 		}
+	}
+	for _, b := range lv.BadValues {
+		add(Finding{Code: CodeValueUnrecognized, Severity: Warning, Field: b.Field, Value: b.Value,
+			Text: fmt.Sprintf("lvs reported %s=%q for %s: %s; tbhost cannot judge it", b.Field, b.Value, name, b.Why)})
 	}
 	if lv.IntegrityMismatches > 0 {
 		add(Finding{Code: CodeIntegrityMismatches, Severity: Warning, Field: "integritymismatches",

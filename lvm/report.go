@@ -41,6 +41,12 @@ type Client struct {
 // ErrNotFound is returned (wrapped) when LVM says a VG or LV does not exist.
 var ErrNotFound = errors.New("not found")
 
+// ErrBadReport is returned (wrapped) when LVM's answer is not a JSON report
+// tbhost can read (empty, truncated, not JSON, no "report" array): LVM
+// answered nothing usable, so callers treat it as "could not run" (exit 3),
+// not as a verdict on the arrays.
+var ErrBadReport = errors.New("parse JSON report")
+
 // Extent is one entry of the devices column: "tables_rimage_0(0)" or "/dev/sda(1)".
 type Extent struct {
 	Name  string // a sub-LV name, or a device path such as /dev/sda
@@ -82,6 +88,19 @@ type LV struct {
 	IntegrityMismatches int64
 	IntegrityMode       string // journal or bitmap; "" without integrity
 	IntegrityBlockSize  int    // -1 without integrity
+	// BadValues are the judged counters lvs reported in a form tbhost
+	// cannot read. Their fields above hold -1, which alone would read as
+	// "no such counter": Findings makes each one a finding (not OK).
+	BadValues []BadValue
+}
+
+// BadValue is a counter health is judged on (integritymismatches,
+// raid_mismatch_count, sync_percent) that tbhost cannot read: not a count,
+// not a percent, or empty where an active LV reports it.
+type BadValue struct {
+	Field string // the lvs column
+	Value string // as lvs reported it
+	Why   string // "not a count"
 }
 
 // FullName is "vg/lv".
@@ -96,8 +115,9 @@ func (lv LV) SegType() string {
 }
 
 // Problems are the texts of the LV's own Findings (health, the health char
-// of lv_attr, integrity and raid mismatches). Empty means healthy. A sync in
-// progress is not a problem here. Decide on Findings' codes, not on these.
+// of lv_attr, counters tbhost cannot read, integrity and raid mismatches).
+// Empty means healthy. A sync in progress is not a problem here. Decide on
+// Findings' codes, not on these.
 func (lv LV) Problems() []string { return Texts(lv.Findings()) }
 
 // PV is one physical volume.
@@ -238,10 +258,10 @@ func ParseReport(data []byte, key string) ([]map[string]string, error) {
 		Report []map[string][]map[string]any `json:"report"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("parse JSON report: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrBadReport, err)
 	}
 	if doc.Report == nil {
-		return nil, fmt.Errorf("parse JSON report: no \"report\" array")
+		return nil, fmt.Errorf("%w: no \"report\" array", ErrBadReport)
 	}
 	var rows []map[string]string
 	for _, rep := range doc.Report {
@@ -298,12 +318,11 @@ func ParseLVRows(rows []map[string]string) ([]LV, error) {
 			Name: name, VG: r["vg_name"], UUID: r["lv_uuid"], Hidden: hidden, Attr: r["lv_attr"],
 			Size: atoi64(r["lv_size"]), Health: r["lv_health_status"],
 			KernelMajor: intOr(r["lv_kernel_major"], -1), KernelMinor: intOr(r["lv_kernel_minor"], -1),
-			SyncPercent: floatOr(r["sync_percent"], -1), SyncAction: r["raid_sync_action"],
-			RaidMismatchCount:   int64Or(r["raid_mismatch_count"], -1),
-			IntegrityMismatches: int64Or(r["integritymismatches"], -1),
-			IntegrityMode:       r["raidintegritymode"],
-			IntegrityBlockSize:  intOr(r["raidintegrityblocksize"], -1),
+			SyncAction:         r["raid_sync_action"],
+			IntegrityMode:      r["raidintegritymode"],
+			IntegrityBlockSize: intOr(r["raidintegrityblocksize"], -1),
 		}
+		lv.readJudgedCounters(r)
 		if _, ok := r["segtype"]; ok {
 			lv.Segments = []Segment{seg}
 		}
@@ -398,6 +417,76 @@ func PhysicalDevices(all []LV, lv LV) []string {
 	return out
 }
 
+// readJudgedCounters reads the counters health is judged on strictly. The
+// lenient int64Or turns what it cannot read into its default, here -1,
+// which means "no such counter": a report tbhost does not understand
+// ("abc", "-1", 2^64 wrapped to a negative) passed as healthy. An empty
+// value is "not reported" (-1) where LVM leaves it empty on purpose
+// (recorded reports: an LV without integrity, raid0 or a non-raid LV
+// without sync, an inactive LV, a column not asked for), and bad elsewhere.
+func (lv *LV) readJudgedCounters(r map[string]string) {
+	active := reportsKernelStatus(r["lv_attr"])
+	redundant := isRedundantRAID(r["segtype"])
+	withIntegrity := r["segtype"] == "integrity" || r["raidintegritymode"] != ""
+	lv.SyncPercent = lv.judgedPercent(r, "sync_percent", active && redundant)
+	lv.RaidMismatchCount = lv.judgedCount(r, "raid_mismatch_count", active && redundant)
+	lv.IntegrityMismatches = lv.judgedCount(r, "integritymismatches", active && withIntegrity)
+}
+
+// judgedCount reads a counter: a decimal integer from 0 to MaxInt64, or
+// -1 when not reported. Anything else is recorded in BadValues.
+func (lv *LV) judgedCount(r map[string]string, field string, expected bool) int64 {
+	raw, asked := r[field]
+	s := strings.TrimSpace(raw)
+	if s == "" {
+		if asked && expected {
+			lv.badValue(field, raw, "empty where an active LV reports it")
+		}
+		return -1
+	}
+	n, err := strconv.ParseInt(s, 10, 64) // no float fallback: 2^64 must not wrap to a negative count
+	if err != nil || n < 0 {
+		lv.badValue(field, raw, "not a count")
+		return -1
+	}
+	return n
+}
+
+// judgedPercent reads a percent from 0 to 100, or -1 when not reported.
+// Anything else is recorded in BadValues.
+func (lv *LV) judgedPercent(r map[string]string, field string, expected bool) float64 {
+	raw, asked := r[field]
+	s := strings.TrimSpace(raw)
+	if s == "" {
+		if asked && expected {
+			lv.badValue(field, raw, "empty where an active LV reports it")
+		}
+		return -1
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(f >= 0 && f <= 100) { // also NaN
+		lv.badValue(field, raw, "not a percent from 0 to 100")
+		return -1
+	}
+	return f
+}
+
+func (lv *LV) badValue(field, raw, why string) {
+	lv.BadValues = append(lv.BadValues, BadValue{Field: field, Value: raw, Why: why})
+}
+
+// reportsKernelStatus reports whether lv_attr says the LV is active (char
+// 5 'a'): only then does LVM read the counters from the kernel. An attr
+// too short to tell (a report without the column) expects nothing.
+func reportsKernelStatus(attr string) bool { return len(attr) >= 5 && attr[4] == 'a' }
+
+// isRedundantRAID reports whether segtype is a RAID level with a sync
+// state (raid1, raid4, raid5*, raid6*, raid10); raid0 has none and LVM
+// leaves its sync_percent empty.
+func isRedundantRAID(segtype string) bool {
+	return strings.HasPrefix(segtype, "raid") && !strings.HasPrefix(segtype, "raid0")
+}
+
 func atoi64(s string) int64 { return int64Or(s, 0) }
 
 func int64Or(s string, def int64) int64 {
@@ -415,15 +504,3 @@ func int64Or(s string, def int64) int64 {
 }
 
 func intOr(s string, def int) int { return int(int64Or(s, int64(def))) }
-
-func floatOr(s string, def float64) float64 {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return def
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return def
-	}
-	return f
-}

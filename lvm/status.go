@@ -2,6 +2,7 @@ package lvm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -60,6 +61,11 @@ type StatusReport struct {
 	OK     bool          `json:"ok"`
 }
 
+// ErrNoRAIDLV is returned (wrapped) by Status when asked for every RAID LV
+// (no names, no plan) and there is none: nothing to work on (exit 3), not a
+// problem found on an array.
+var ErrNoRAIDLV = errors.New("no RAID LV found")
+
 // StatusOptions select what to report.
 type StatusOptions struct {
 	Plan  *Plan    // check the arrays against this plan too
@@ -69,7 +75,8 @@ type StatusOptions struct {
 }
 
 // Status reads `lvs -a` and reports each array's shape and health. Unknown
-// health values are problems. An initial sync in progress is not.
+// health values are problems. An initial sync in progress is not. Without
+// names or a plan and without any RAID LV it returns ErrNoRAIDLV.
 func Status(ctx context.Context, r execx.Runner, opts StatusOptions) (*StatusReport, error) {
 	all, err := Client{Runner: r}.LVs(ctx)
 	if err != nil {
@@ -100,14 +107,12 @@ func Status(ctx context.Context, r execx.Runner, opts StatusOptions) (*StatusRep
 			}
 		}
 	}
-	rep := &StatusReport{OK: true}
 	if len(wants) == 0 {
-		rep.OK = false
-		st := ArrayStatus{State: "problem"}
-		st.problem(Finding{Code: CodeNoRAIDLV, Severity: Critical, Text: "no RAID LV found (tbhost lvm plan / apply builds them)"})
-		rep.Arrays = append(rep.Arrays, st)
-		return rep, nil
+		// only without names and plan (a plan names 1-2 arrays): nothing
+		// to work on, which the README's rule makes "could not run"
+		return nil, fmt.Errorf("%w: nothing to check (tbhost lvm plan and apply build the arrays)", ErrNoRAIDLV)
 	}
+	rep := &StatusReport{OK: true}
 	devName := func(pv string) string {
 		if opts.Inventory != nil {
 			if d := opts.Inventory.Find(pv); d != nil && d.Serial != "" {
@@ -250,8 +255,11 @@ func (r *StatusReport) WriteText(w io.Writer) error {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, img := range a.Images {
 			mm := "-"
-			if img.IntegrityMismatches >= 0 {
+			switch {
+			case img.IntegrityMismatches >= 0:
 				mm = fmt.Sprint(img.IntegrityMismatches)
+			case img.SegType == "integrity":
+				mm = "unknown" // has integrity, but no readable count (inactive, or a value tbhost cannot read: see the problems)
 			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\tmismatches %s\n", img.Name, img.SegType, strings.Join(img.Devices, ", "), mm)
 		}

@@ -3,6 +3,7 @@ package lvm
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -69,12 +70,20 @@ func TestStatusUnknownHealthIsAProblem(t *testing.T) {
 	}
 }
 
+// No RAID LV at all is nothing to work on (README: exit 3), not an array
+// with a problem: Status says so with ErrNoRAIDLV instead of a report whose
+// one "array" has no name (it printed as "/: no RAID LV found").
 func TestStatusNoArrays(t *testing.T) {
 	rec := execx.NewRecorded()
 	rec.On(execx.Reply{Stdout: `{"report":[{"lv":[]}]}`},
 		"lvm", "lvs", "--reportformat", "json", "--units", "b", "--nosuffix", "-o", strings.Join(lvFields, ","), "-a")
 	rep, err := Status(context.Background(), rec, StatusOptions{})
-	if err != nil || rep.OK {
-		t.Fatalf("no arrays must be a problem: %+v %v", rep, err)
+	if !errors.Is(err, ErrNoRAIDLV) || rep != nil {
+		t.Fatalf("no RAID LV: want ErrNoRAIDLV and no report, got %+v, %v", rep, err)
+	}
+	// named arrays that do not exist stay a problem found (exit 1)
+	rep, err = Status(context.Background(), rec, StatusOptions{Names: []string{"vg-hdd/tables"}})
+	if err != nil || rep.OK || len(rep.Arrays) != 1 || !HasCode(rep.Arrays[0].Findings, CodeLVNotFound) {
+		t.Fatalf("a named LV that does not exist: want a lv-not-found problem, got %+v, %v", rep, err)
 	}
 }

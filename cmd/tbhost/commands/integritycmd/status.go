@@ -4,13 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/tbhost/tbhost/integrity"
 	"github.com/tbhost/tbhost/internal/cliutil"
-	"github.com/tbhost/tbhost/internal/execx"
 	"github.com/tbhost/tbhost/internal/sizes"
 	"github.com/tbhost/tbhost/lvm"
 	"github.com/urfave/cli/v2"
@@ -25,9 +23,15 @@ func statusCommand() *cli.Command {
    integrity mode and block size, the mismatch counter of each _rimage_N with the disk under it,
    raid_mismatch_count (from the last --syncaction check), sync action and percent, health.
 
+   A counter lvs reports in a form tbhost cannot read (not a count, not a percent) is a problem:
+   tbhost cannot judge that image, so it is NOT OK.
+
    Exit 0 when clean, 1 when any image counted a mismatch or the array is unhealthy (the message
-   names the image and its disk), 3 when LVM could not be asked. Suitable for cron and Nagios:
-   when all is clean it prints nothing without a terminal or with --quiet.`,
+   names the image and its disk), or when a VG/LV named holds no RAID LV with dm-integrity;
+   3 when LVM could not be asked or answered nothing usable (lvm missing or failing, a report
+   that is not LVM's JSON), or when there is no RAID LV with dm-integrity at all (nothing to
+   work on). Suitable for cron and Nagios: when all is clean it prints nothing without a
+   terminal or with --quiet.`,
 		Flags:  []cli.Flag{cliutil.QuietFlag(), cliutil.JSONFlag()},
 		Action: runStatus,
 	}
@@ -39,12 +43,7 @@ func runStatus(c *cli.Context) error {
 	defer stop()
 	arrays, err := integrity.Status(ctx, lvm.Client{Runner: g.LVMRunner()}, c.Args().Slice()...)
 	if err != nil {
-		var ce *execx.CommandError
-		var pe *fs.PathError
-		if errors.As(err, &ce) || errors.Is(err, lvm.ErrNotFound) || errors.As(err, &pe) {
-			return cliutil.CannotRun(err)
-		}
-		return cliutil.Problem(err)
+		return statusError(err)
 	}
 	bad := 0
 	for _, a := range arrays {
@@ -66,6 +65,20 @@ func runStatus(c *cli.Context) error {
 		return cliutil.Reported(cliutil.ExitProblem, fmt.Sprintf("%d of %d arrays have integrity problems (see problems)", bad, len(arrays)))
 	}
 	return nil
+}
+
+// statusError applies the exit code rule to integrity.Status's error:
+// LVM not asked or its answer unusable (lvm missing or failing, a VG it
+// does not know, a snapshot report missing, a directory, empty, truncated,
+// not JSON) and nothing to work on (no RAID LV with dm-integrity) are 3,
+// could not run; what it refused of what it was given (a named LV or VG
+// without one) is 1.
+func statusError(err error) error {
+	var lvmErr *integrity.LVMError
+	if errors.As(err, &lvmErr) || errors.Is(err, integrity.ErrNoIntegrityLV) {
+		return cliutil.CannotRun(err)
+	}
+	return cliutil.Problem(err)
 }
 
 func printStatus(w io.Writer, arrays []integrity.ArrayStatus) error {
@@ -91,7 +104,11 @@ func printStatus(w io.Writer, arrays []integrity.ArrayStatus) error {
 		fmt.Fprintln(tw, "  IMAGE\tDISK\tDM\tMISMATCHES\tHEALTH")
 		for _, img := range a.Images {
 			mm := fmt.Sprint(img.Mismatches)
-			if img.Mismatches < 0 {
+			switch {
+			case img.Mismatches >= 0:
+			case img.SegType == "integrity":
+				mm = "unknown" // has integrity, but no readable count (inactive, or a value tbhost cannot read: see the problems)
+			default:
 				mm = "no integrity"
 			}
 			h := img.Health

@@ -147,8 +147,10 @@ func checkCommand() *cli.Command {
    health alone (exit 0 when healthy, with the reason in the summary); use
    --no-traffic unknown to exit 3 instead.
 
-   Exit codes: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (also for a bad command line
-   or when tbhost cannot read /sys, /proc or LVM).
+   Exit codes: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (also when tbhost cannot read
+   /sys, /proc or LVM, or finds no RAID array). A bad command line (an unknown flag, a
+   bad flag value) is 2, as in every tbhost command, so a broken check line shows as
+   CRITICAL at once.
 
    Examples:
      tbhost monitor check --for 60s vg-hdd/tables
@@ -204,11 +206,25 @@ func checkCommand() *cli.Command {
 				return nagios(c, err)
 			}
 			if code != 0 {
-				return cliutil.Reported(code, r.Status.String()+" (see arrays)")
+				return cliutil.Reported(code, checkErrorMessage(r))
 			}
 			return nil
 		},
 	}
+}
+
+// checkErrorMessage is the --json error message of a check that is not OK.
+// When an array has the report's status, its problems say why and the
+// message points there; otherwise the reason is on no array (none found:
+// the arrays list is empty) and only the status line says it, so the
+// message is that line.
+func checkErrorMessage(r monitor.Report) string {
+	for _, a := range r.Arrays {
+		if a.Status == r.Status {
+			return r.Status.String() + " (see arrays)"
+		}
+	}
+	return r.StatusLine()
 }
 
 func thresholds(c *cli.Context) (monitor.Thresholds, error) {
