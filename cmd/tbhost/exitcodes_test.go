@@ -105,3 +105,15 @@ func TestExitCodeRefusedInputFileIsOneMissingIsThree(t *testing.T) {
 		}
 	}
 }
+
+// A --log-level tbhost does not know was taken as warn without a word:
+// a bad flag value is a usage error (2), before the command runs.
+func TestExitCodeBadLogLevelIsUsage(t *testing.T) {
+	code, out, stderr := runTB(t, nil, "--log-level", "loud", "lvm", "plan", "--example")
+	if code != 2 || !strings.Contains(stderr, `--log-level "loud"`) || out != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 2 naming the value and no plan", code, out, stderr)
+	}
+	if code, _, stderr := runTB(t, nil, "--log-level", "debug", "lvm", "plan", "--example"); code != 0 {
+		t.Errorf("--log-level debug: exit %d %s", code, stderr)
+	}
+}

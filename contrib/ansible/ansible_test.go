@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/tbhost/tbhost/internal/cliutil"
 	"github.com/tbhost/tbhost/internal/fixturetree"
 	"os"
 	"os/exec"
@@ -99,7 +100,10 @@ func setup(t *testing.T) *env {
 		if out, err := exec.Command(filepath.Join(e.bin, "lvm"), "fake-setup", hd).CombinedOutput(); err != nil {
 			t.Fatalf("fake-setup: %v %s", err, out)
 		}
-		envJSON, _ := json.Marshal(map[string]string{"PATH": e.bin + ":" + os.Getenv("PATH"), "FAKE_LVM_STATE": hd})
+		// the fake lvm answers for the fixture tree (tbhost asks no lvm
+		// about a --root tree without lvm/ reports unless told so)
+		envJSON, _ := json.Marshal(map[string]string{"PATH": e.bin + ":" + os.Getenv("PATH"), "FAKE_LVM_STATE": hd,
+			cliutil.RootLVMOnPathEnv: "1"})
 		inv.WriteString(h + " ansible_connection=local ansible_python_interpreter=/usr/bin/python3" +
 			" tbhost_root=" + filepath.Join(hd, "root") + " tbhost_plan_file=" + filepath.Join(hd, "plan.yaml") +
 			" tbhost_binary=" + e.tbhost + " tbhost_environment='" + string(envJSON) + "'\n")

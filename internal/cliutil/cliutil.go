@@ -38,14 +38,24 @@ type Env struct {
 	// IsTerminal reports whether stdin is an interactive terminal (for
 	// confirmations and progress bars). nil means "no".
 	IsTerminal func() bool
+	// RootLVMOnPath: under --root DIR without DIR/lvm/, the lvm on PATH
+	// answers for DIR's arrays. Only for rigs whose lvm is a stand-in for
+	// DIR's (the Ansible and playbook tests' fake lvm2 over fixture trees);
+	// otherwise this machine's lvm is never asked about another tree.
+	// DefaultEnv sets it from TBHOST_ROOT_LVM_ON_PATH=1.
+	RootLVMOnPath bool
 }
+
+// RootLVMOnPathEnv is the environment variable that sets Env.RootLVMOnPath.
+const RootLVMOnPathEnv = "TBHOST_ROOT_LVM_ON_PATH"
 
 // DefaultEnv is the real process's environment.
 func DefaultEnv() *Env {
 	return &Env{
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
-		Runner:     execx.Exec{Blocked: os.Stderr},
-		IsTerminal: TerminalStreams(os.Stdin, os.Stderr),
+		Runner:        execx.Exec{Blocked: os.Stderr},
+		IsTerminal:    TerminalStreams(os.Stdin, os.Stderr),
+		RootLVMOnPath: os.Getenv(RootLVMOnPathEnv) == "1",
 	}
 }
 
@@ -87,7 +97,14 @@ func GlobalFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.BoolFlag{Name: "json", Usage: "machine-readable JSON on stdout instead of human text"},
 		&cli.StringFlag{Name: "root", Value: "/", Usage: "read /sys, /proc, /dev/disk/by-id and /run/udev under `DIR` (fixture trees, or a snapshot of another host)"},
-		&cli.StringFlag{Name: "log-level", Value: "warn", Usage: "log detail on stderr: debug, info, warn or error"},
+		&cli.StringFlag{Name: "log-level", Value: "warn", Usage: "log detail on stderr: debug, info, warn or error",
+			Action: func(_ *cli.Context, v string) error {
+				var level slog.Level
+				if err := level.UnmarshalText([]byte(v)); err != nil {
+					return Usagef("--log-level %q: give debug, info, warn or error", v)
+				}
+				return nil
+			}},
 	}
 }
 

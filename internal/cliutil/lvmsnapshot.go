@@ -18,8 +18,11 @@ import (
 // `--root DIR lvm status` and `--root DIR integrity status` describe the
 // snapshot, not this machine; it refuses every other command (a snapshot is
 // read, never changed). A DIR that does not exist fails every command. A
-// fixture tree without lvm/ (only /sys, /dev: tests with a fake lvm) keeps
-// the command's runner.
+// DIR without lvm/ fails them too: this machine's lvm would describe this
+// machine's arrays as the snapshot's (a snapshot taken where lvm could not
+// be asked has no lvm/). Only a runner that runs nothing real (unit tests)
+// or an lvm on PATH declared a stand-in for DIR's (Env.RootLVMOnPath: the
+// Ansible and playbook tests' fake lvm2) is kept there.
 func (g *Globals) LVMRunner() execx.Runner {
 	if g.Root == "/" || g.Root == "" {
 		return g.Runner
@@ -29,9 +32,22 @@ func (g *Globals) LVMRunner() execx.Runner {
 	}
 	dir := filepath.Join(g.Root, "lvm")
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return g.Runner
+		if !g.RunsThisHost() || g.RootLVMOnPath {
+			return g.Runner
+		}
+		return missingRoot{err: CannotRun(fmt.Errorf("--root %s has no lvm/ directory with LVM's reports (lvs.json, pvs.json, vgs.json), and this machine's lvm is not asked about another tree: take the snapshot with tbhost inventory --snapshot on a host where lvm runs as root, or run the command on that host", g.Root))}
 	}
 	return snapshotLVM{dir: dir}
+}
+
+// RunsThisHost reports whether the runner runs this machine's programs
+// (tbhost itself), not a fake of them (tests).
+func (g *Globals) RunsThisHost() bool {
+	switch g.Runner.(type) {
+	case execx.Exec, *execx.Exec:
+		return true
+	}
+	return false
 }
 
 type missingRoot struct{ err error }

@@ -77,7 +77,9 @@ EXAMPLES:
 				out = g.Stderr
 			}
 			a := lvm.Applier{
-				Runner: g.Runner,
+				// under --root DIR: DIR's lvm/ reports, which refuse every
+				// write; never this machine's lvm about another tree
+				Runner: g.LVMRunner(),
 				Inventory: func(ctx context.Context) (*blockdev.Inventory, error) {
 					return blockdev.Read(ctx, lvm.InventoryOptions(g.Root, g.Runner))
 				},
@@ -153,10 +155,13 @@ func statusCommand() *cli.Command {
 		ArgsUsage: "[VG/LV...]",
 		Description: `Reads lvs -a and shows, per array: segment type, data stripes, the device under each
    image, sync percent, health (lv_health_status and lv_attr; values tbhost does not know are
-   NOT OK), integrity mode, block size and mismatches per image. With --plan it also checks
-   the shape against the plan (stripes, one image per planned device, integrity).
+   NOT OK, and so are counters it cannot read), integrity mode, block size and mismatches per
+   image. With --plan it also checks the shape against the plan (stripes, one image per
+   planned device, integrity).
    Default: the plan's arrays with --plan, else every RAID LV.
-   Exit 0 all healthy (an initial sync in progress is fine), 1 a problem, 3 could not run.
+   Exit 0 all healthy (an initial sync in progress is fine), 1 a problem (also an array named
+   or planned that does not exist), 3 could not run: LVM could not be asked or answered
+   nothing usable, or there is no RAID LV at all (nothing to check).
 
 EXAMPLES:
    tbhost lvm status

@@ -120,7 +120,9 @@ EXAMPLES:
 				out = g.Stderr
 			}
 			r := lvm.Replacer{
-				Runner: g.Runner,
+				// under --root DIR: DIR's lvm/ reports, which refuse every
+				// write; never this machine's lvm about another tree
+				Runner: g.LVMRunner(),
 				Inventory: func(ctx context.Context, signatures bool) (*blockdev.Inventory, error) {
 					o := lvm.InventoryOptions(g.Root, g.Runner)
 					o.Probe = o.Probe && signatures
