@@ -86,6 +86,11 @@ func (p *Plan) AddForecast(o ForecastOptions) error {
 				msg := fmt.Sprintf("%s/%s: --tables-size %s: %s", a.VG, a.LV, sizes.Format(a.RequestedSize), f.Message)
 				if min, ok := minTablesSize(a, p.ExtentSize, fs, need, stripe); ok {
 					msg += fmt.Sprintf("; give at least --tables-size %dGiB for the full set on %s", (min+(1<<30)-1)>>30, fs)
+					if a.Filesystem == nil {
+						// without --tables-fs both filesystems are checked:
+						// the size fits one only where it is chosen
+						msg += fmt.Sprintf(" (with --tables-fs %s)", fs)
+					}
 				} else {
 					msg += "; not even all of the VG holds it: add HDDs"
 				}

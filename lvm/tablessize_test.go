@@ -177,6 +177,36 @@ func TestTablesSizeBelowTheSetIsRefused(t *testing.T) {
 	}
 }
 
+// Without --tables-fs both filesystems are checked and each gets its own
+// smallest size: a suggestion names the --tables-fs it holds for, and the
+// size with that filesystem is accepted (the xfs figure alone was refused,
+// by the ext4 check).
+func TestTablesSizeSuggestionNamesItsFilesystem(t *testing.T) {
+	inv := referenceInv(t)
+	p := mustPlan(t, inv, PlanOptions{TablesSize: 1 << 40})
+	err := p.AddForecast(ForecastOptions{})
+	if err == nil {
+		t.Fatal("1 TiB for the full set: no refusal")
+	}
+	for _, fs := range []string{"ext4", "xfs"} {
+		var gib int64
+		var named string
+		at := strings.Index(err.Error(), "on "+fs+" does not fit")
+		if at < 0 {
+			t.Fatalf("no %s line in %q", fs, err)
+		}
+		rest := err.Error()[at:]
+		rest = rest[strings.Index(rest, "at least --tables-size ")+len("at least --tables-size "):]
+		if _, err := fmt.Sscanf(rest, "%dGiB for the full set on "+fs+" (with --tables-fs %s", &gib, &named); err != nil || named != fs+")," {
+			t.Fatalf("%s suggestion %q does not name --tables-fs %s (%v)", fs, rest, fs, err)
+		}
+		ok := mustPlan(t, inv, PlanOptions{TablesSize: gib << 30, TablesFS: fs})
+		if err := ok.AddForecast(ForecastOptions{}); err != nil {
+			t.Errorf("the suggested --tables-size %dGiB --tables-fs %s is refused: %v", gib, fs, err)
+		}
+	}
+}
+
 // A plan file is input: a chosen size that does not give its extents, a
 // wrong VG free count, a requested size on the raid0 are refused.
 func TestTablesSizeInPlanFileIsChecked(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -180,5 +181,25 @@ func TestWatchStopsOnCancel(t *testing.T) {
 	err := Watch(ctx, Env{Root: derived(t, "balanced")}, &out, WatchOptions{Interval: time.Second, Thresholds: DefaultThresholds()})
 	if err == nil || !strings.Contains(err.Error(), "canceled") || out.Len() != 0 {
 		t.Errorf("cancelled before the first sample: err %v, out %q", err, out.String())
+	}
+}
+
+// A snapshot with a single diskstats sample: watch has no rate to show,
+// and says so instead of printing nothing and succeeding (cron, --json).
+func TestWatchOneSampleIsAnError(t *testing.T) {
+	root := derived(t, "misbuilt")
+	files, _ := filepath.Glob(filepath.Join(root, "proc", "diskstats*"))
+	if len(files) < 2 {
+		t.Fatalf("fixture has %d diskstats samples, want several", len(files))
+	}
+	for _, f := range files[1:] {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out strings.Builder
+	err := Watch(context.Background(), Env{Root: root}, &out, WatchOptions{Interval: time.Second, Count: 3, JSON: true, Thresholds: DefaultThresholds()})
+	if err == nil || !strings.Contains(err.Error(), "one saved sample") || out.Len() != 0 {
+		t.Errorf("one sample: err %v, out %q; want an error naming the single sample", err, out.String())
 	}
 }

@@ -33,7 +33,7 @@ func Watch(ctx context.Context, e Env, w io.Writer, o WatchOptions) error {
 	if len(topo.Arrays) == 0 {
 		return errors.New("no RAID arrays found (no LVM RAID LV, no md device)")
 	}
-	src, clock, _, err := e.Source(o.Interval)
+	src, clock, note, err := e.Source(o.Interval)
 	if err != nil {
 		return err
 	}
@@ -46,6 +46,11 @@ func Watch(ctx context.Context, e Env, w io.Writer, o WatchOptions) error {
 			return nil // Ctrl-C: a normal end
 		}
 		cur, err := src.Sample(ctx)
+		if errors.Is(err, io.EOF) && i == 0 {
+			// a replayed snapshot with one sample: nothing was shown, which
+			// is no success (watch needs two samples for a rate)
+			return fmt.Errorf("nothing to show: %s (save two or more samples as proc/diskstats.0, .1, ... under --root)", note)
+		}
 		if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
 			return nil
 		}

@@ -107,7 +107,10 @@ func scheduleAction(c *cli.Context) error {
 	}
 	sch := playbooks.Schedule{Name: pb.Name, Playbook: arg, Binary: binary, Args: args, Hour: hour, Minute: minute, User: c.String("user")}
 	if err := sch.Check(); err != nil {
-		return cliutil.Usage(fmt.Errorf("nothing written: %w", err))
+		if c.Bool("install") {
+			return cliutil.Usage(fmt.Errorf("nothing written: %w", err))
+		}
+		return cliutil.Usage(err)
 	}
 	type file struct{ name, content string }
 	var files []file
