@@ -257,3 +257,32 @@ func TestPlanLVScrubRefusesDegradedArray(t *testing.T) {
 		t.Fatalf("a healthy array refused as degraded: %v", err)
 	}
 }
+
+// After the check lvs reports the array's raid_mismatch_count as "lots":
+// read as -1 it passed as "no parity mismatch". It is a problem naming the
+// LV and the value: the check cannot be judged from it.
+func TestSyncCheckUnreadableCounterIsAProblem(t *testing.T) {
+	rec := execx.NewRecorded()
+	recordLVS(rec, t, "lvs-a-2.03.16-tables-clean.json", "vg-hdd")
+	b, err := os.ReadFile("testdata/lvs-a-2.03.16-tables-clean.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := strings.Replace(string(b), `"raid_mismatch_count":"0"`, `"raid_mismatch_count":"lots"`, 1)
+	if after == string(b) {
+		t.Fatal("fixture has no raid_mismatch_count \"0\" to edit")
+	}
+	rec.On(execx.Reply{Stdout: after}, lvm.LVsArgv("vg-hdd")...)
+	rec.On(execx.Reply{Stdout: `{"report":[{"lv":[{"raid_max_recovery_rate":"0"}]}]}`}, lvm.MaxRecoveryRateArgv("vg-hdd", "tables")...)
+	rec.On(execx.Reply{}, "lvm", "lvchange", "--maxrecoveryrate", "51200", "vg-hdd/tables")
+	rec.On(execx.Reply{}, "lvm", "lvchange", "--maxrecoveryrate", "0", "vg-hdd/tables")
+	rec.On(execx.Reply{}, "lvm", "lvchange", "--syncaction", "check", "vg-hdd/tables")
+	rep, err := SyncCheck(context.Background(), SyncCheckOptions{VG: "vg-hdd", LV: "tables", Runner: rec, MaxRecoveryRate: 50 << 20,
+		Clock: newFakeClock(), Poll: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Finished || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], `vg-hdd/tables: lvs reported raid_mismatch_count="lots"`) {
+		t.Fatalf("finished %v, problems %q; want the unreadable counter named", rep.Finished, rep.Problems)
+	}
+}

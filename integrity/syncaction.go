@@ -401,4 +401,11 @@ func (s *syncCheck) findings(ctx context.Context, all []lvm.LV, top lvm.LV, befo
 	if rep.Finished && top.RaidMismatchCount > 0 {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("%s: raid_mismatch_count %d after the check (sectors whose parity did not match; the count does not say which disk)", s.name, top.RaidMismatchCount))
 	}
+	// a counter lvs reported in a form tbhost cannot read reads as -1 above,
+	// which would pass as "nothing found": the check cannot be judged
+	for _, lv := range append([]lvm.LV{top}, lvm.SubLVs(all, top, "rimage")...) {
+		for _, b := range lv.BadValues {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: lvs reported %s=%q after the check: %s; tbhost cannot judge the check from it", lv.FullName(), b.Field, b.Value, b.Why))
+		}
+	}
 }

@@ -385,18 +385,31 @@ func lvHealth(name string, lv lvm.LV, fs []lvm.Finding) []Problem {
 			}
 		case f.Code == lvm.CodeRAIDMismatches:
 			add(f, fmt.Sprintf("%s: raid_mismatch_count %d after the last check", name, f.Count))
+		case f.Code == lvm.CodeValueUnrecognized:
+			p = append(p, unjudgeable(f))
 		}
 	}
 	return p
 }
 
+// unjudgeable is a counter LVM reported in a form tbhost cannot read: the
+// array's health cannot be judged from it, UNKNOWN (not OK, not a finding
+// on the disks either).
+func unjudgeable(f lvm.Finding) Problem {
+	return Problem{Severity: Unknown, Code: f.Code, Text: f.Text}
+}
+
 // integrityMismatches are `tbhost integrity status`'s findings on mismatches:
-// per image, naming the disk, or on the array when no image owns them.
+// per image, naming the disk, or on the array when no image owns them; and
+// an image's counter tbhost cannot read.
 func integrityMismatches(all []lvm.LV, lv lvm.LV) []Problem {
 	var p []Problem
 	for _, f := range integrity.ArrayStatusOf(all, lv).Findings {
-		if f.Code == lvm.CodeIntegrityMismatches {
+		switch {
+		case f.Code == lvm.CodeIntegrityMismatches:
 			p = append(p, Problem{Severity: f.Severity, Code: f.Code, Text: f.Text})
+		case f.Code == lvm.CodeValueUnrecognized && f.LV != lv.FullName(): // an image's (the array's own: lvHealth)
+			p = append(p, unjudgeable(f))
 		}
 	}
 	return p

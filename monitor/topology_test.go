@@ -2,9 +2,14 @@ package monitor
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/tbhost/tbhost/lvm"
 )
 
 func discover(t *testing.T, root string, names ...string) Topology {
@@ -147,5 +152,55 @@ func TestSplitDMName(t *testing.T) {
 		if DMName(vg, lv) != c[0] {
 			t.Errorf("DMName(%s,%s) = %s", vg, lv, DMName(vg, lv))
 		}
+	}
+}
+
+// A counter LVM reports in a form tbhost cannot read (an image's
+// integritymismatches "abc", the array's raid_mismatch_count "lots") is
+// UNKNOWN, once each, naming the LV and the value: the check cannot judge
+// the array, which must not pass as OK.
+func TestUnreadableCounterIsUnknown(t *testing.T) {
+	root := derived(t, "balanced")
+	path := filepath.Join(root, "lvm", "lvs.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Report []struct {
+			LV []map[string]string `json:"lv"`
+		} `json:"report"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, lv := range doc.Report[0].LV {
+		switch lv["lv_name"] {
+		case "[tables_rimage_2]":
+			lv["integritymismatches"] = "abc"
+		case "tables":
+			lv["raid_mismatch_count"] = "lots"
+		}
+	}
+	if b, err = json.Marshal(doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range discover(t, root).Arrays {
+		for _, p := range a.Problems {
+			if p.Code == lvm.CodeValueUnrecognized {
+				if p.Severity != Unknown {
+					t.Errorf("%s: severity %v, want UNKNOWN", p.Text, p.Severity)
+				}
+				got = append(got, p.Text)
+			}
+		}
+	}
+	if len(got) != 2 || !strings.Contains(strings.Join(got, "\n"), `integritymismatches="abc" for vg-hdd/tables_rimage_2`) ||
+		!strings.Contains(strings.Join(got, "\n"), `raid_mismatch_count="lots" for vg-hdd/tables`) {
+		t.Errorf("problems %q, want the two unreadable counters once each", got)
 	}
 }

@@ -16,8 +16,8 @@ import (
 // The CLI conformance test of issue 18: it walks the whole command tree of
 // the real app. Every command and subcommand, under --json and made to fail,
 // prints exactly one JSON document on stdout with an error object whose
-// exit_code is the process's; an unknown flag is 2 (UNKNOWN, 3, for monitor
-// check); --help exits 0; every JSON key at every depth is snake_case.
+// exit_code is the process's; an unknown flag is 2 (monitor check
+// included); --help exits 0; every JSON key at every depth is snake_case.
 
 // forcedFailure is how each leaf is made to fail without touching the
 // machine, and the exit code the README's rule gives for it: a file or

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tbhost/tbhost/internal/execx"
 	"github.com/tbhost/tbhost/internal/realdata"
 )
 
@@ -115,5 +116,17 @@ func TestExitCodeBadLogLevelIsUsage(t *testing.T) {
 	}
 	if code, _, stderr := runTB(t, nil, "--log-level", "debug", "lvm", "plan", "--example"); code != 0 {
 		t.Errorf("--log-level debug: exit %d %s", code, stderr)
+	}
+}
+
+// lvm status given a name that is no VG/LV was 3 (could not run) after
+// asking lvm: the command line is wrong, 2, and lvm is not asked.
+func TestExitCodeLVMStatusBadNameIsUsage(t *testing.T) {
+	for _, name := range []string{"tables", "/tables", "vg-hdd/"} {
+		rec := execx.NewRecorded()
+		code, _, stderr := runTB(t, rec, "lvm", "status", name)
+		if code != 2 || !strings.Contains(stderr, "name an LV as VG/LV") || len(rec.Calls) != 0 {
+			t.Errorf("lvm status %s: exit %d, %d lvm calls, stderr %q; want 2, none", name, code, len(rec.Calls), stderr)
+		}
 	}
 }

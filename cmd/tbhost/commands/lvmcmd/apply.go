@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -174,6 +175,11 @@ EXAMPLES:
 		Action: func(c *cli.Context) error {
 			g := cliutil.Get(c)
 			opts := lvm.StatusOptions{Names: c.Args().Slice()}
+			for _, n := range opts.Names {
+				if vg, lv, ok := strings.Cut(n, "/"); !ok || vg == "" || lv == "" {
+					return cliutil.Usagef("%q: name an LV as VG/LV (e.g. vg-hdd/tables)", n)
+				}
+			}
 			if f := c.String("plan"); f != "" {
 				p, err := lvm.LoadPlan(f)
 				if err != nil {
