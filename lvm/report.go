@@ -436,12 +436,8 @@ func (lv *LV) readJudgedCounters(r map[string]string) {
 // judgedCount reads a counter: a decimal integer from 0 to MaxInt64, or
 // -1 when not reported. Anything else is recorded in BadValues.
 func (lv *LV) judgedCount(r map[string]string, field string, expected bool) int64 {
-	raw, asked := r[field]
-	s := strings.TrimSpace(raw)
-	if s == "" {
-		if asked && expected {
-			lv.badValue(field, raw, "empty where an active LV reports it")
-		}
+	raw, s, ok := lv.reported(r, field, expected)
+	if !ok {
 		return -1
 	}
 	n, err := strconv.ParseInt(s, 10, 64) // no float fallback: 2^64 must not wrap to a negative count
@@ -455,12 +451,8 @@ func (lv *LV) judgedCount(r map[string]string, field string, expected bool) int6
 // judgedPercent reads a percent from 0 to 100, or -1 when not reported.
 // Anything else is recorded in BadValues.
 func (lv *LV) judgedPercent(r map[string]string, field string, expected bool) float64 {
-	raw, asked := r[field]
-	s := strings.TrimSpace(raw)
-	if s == "" {
-		if asked && expected {
-			lv.badValue(field, raw, "empty where an active LV reports it")
-		}
+	raw, s, ok := lv.reported(r, field, expected)
+	if !ok {
 		return -1
 	}
 	f, err := strconv.ParseFloat(s, 64)
@@ -469,6 +461,21 @@ func (lv *LV) judgedPercent(r map[string]string, field string, expected bool) fl
 		return -1
 	}
 	return f
+}
+
+// reported returns field's value as lvs gave it and trimmed; ok is false
+// when it is empty: "not reported", recorded in BadValues where expected
+// (an active LV that reports the field).
+func (lv *LV) reported(r map[string]string, field string, expected bool) (raw, trimmed string, ok bool) {
+	raw, asked := r[field]
+	trimmed = strings.TrimSpace(raw)
+	if trimmed == "" {
+		if asked && expected {
+			lv.badValue(field, raw, "empty where an active LV reports it")
+		}
+		return raw, "", false
+	}
+	return raw, trimmed, true
 }
 
 func (lv *LV) badValue(field, raw, why string) {
