@@ -40,7 +40,7 @@ type Env struct {
 	IsTerminal func() bool
 	// RootLVMOnPath: under --root DIR without DIR/lvm/, the lvm on PATH
 	// answers for DIR's arrays. Only for rigs whose lvm is a stand-in for
-	// DIR's (the Ansible and playbook tests' fake lvm2 over fixture trees);
+	// DIR's (the Ansible tests' fake lvm2 over fixture trees);
 	// otherwise this machine's lvm is never asked about another tree.
 	// DefaultEnv sets it from TBHOST_ROOT_LVM_ON_PATH=1.
 	RootLVMOnPath bool

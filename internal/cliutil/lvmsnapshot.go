@@ -22,7 +22,7 @@ import (
 // machine's arrays as the snapshot's (a snapshot taken where lvm could not
 // be asked has no lvm/). Only a runner that runs nothing real (unit tests)
 // or an lvm on PATH declared a stand-in for DIR's (Env.RootLVMOnPath: the
-// Ansible and playbook tests' fake lvm2) is kept there.
+// Ansible tests' fake lvm2) is kept there.
 func (g *Globals) LVMRunner() execx.Runner {
 	if g.Root == "/" || g.Root == "" {
 		return g.Runner
