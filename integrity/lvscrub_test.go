@@ -13,6 +13,7 @@ import (
 	"github.com/tbhost/tbhost/internal/execx"
 	"github.com/tbhost/tbhost/internal/fixturetree"
 	"github.com/tbhost/tbhost/lvm"
+	"github.com/tbhost/tbhost/lvm/lvmfake"
 )
 
 func TestDMName(t *testing.T) {
@@ -268,11 +269,11 @@ func TestSyncCheckUnreadableCounterIsAProblem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	after := strings.Replace(string(b), `"raid_mismatch_count":"0"`, `"raid_mismatch_count":"lots"`, 1)
-	if after == string(b) {
-		t.Fatal("fixture has no raid_mismatch_count \"0\" to edit")
+	after, err := lvmfake.EditedReport(b, lvmfake.Edit{LV: "tables", Field: "raid_mismatch_count", Value: "lots"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	rec.On(execx.Reply{Stdout: after}, lvm.LVsArgv("vg-hdd")...)
+	rec.On(execx.Reply{Stdout: string(after)}, lvm.LVsArgv("vg-hdd")...)
 	rec.On(execx.Reply{Stdout: `{"report":[{"lv":[{"raid_max_recovery_rate":"0"}]}]}`}, lvm.MaxRecoveryRateArgv("vg-hdd", "tables")...)
 	rec.On(execx.Reply{}, "lvm", "lvchange", "--maxrecoveryrate", "51200", "vg-hdd/tables")
 	rec.On(execx.Reply{}, "lvm", "lvchange", "--maxrecoveryrate", "0", "vg-hdd/tables")

@@ -2,7 +2,6 @@ package integrity
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/tbhost/tbhost/internal/execx"
 	"github.com/tbhost/tbhost/lvm"
+	"github.com/tbhost/tbhost/lvm/lvmfake"
 )
 
 // mismatchReport is testdata/lvs-a-2.03.16-tables-mismatch-sdc.json with
@@ -20,22 +20,7 @@ func mismatchReport(t *testing.T, lvName, field, value string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc struct {
-		Report []map[string][]map[string]any `json:"report"`
-	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		t.Fatal(err)
-	}
-	edited := false
-	for _, row := range doc.Report[0]["lv"] {
-		if name, _ := row["lv_name"].(string); strings.Trim(name, "[]") == lvName {
-			row[field], edited = value, true
-		}
-	}
-	if !edited {
-		t.Fatalf("no LV %q in the fixture", lvName)
-	}
-	out, err := json.Marshal(doc)
+	out, err := lvmfake.EditedReport(b, lvmfake.Edit{LV: lvName, Field: field, Value: value})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package lvm
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -11,43 +10,19 @@ import (
 
 	"github.com/tbhost/tbhost/internal/execx"
 	"github.com/tbhost/tbhost/internal/fixturetree"
+	"github.com/tbhost/tbhost/lvm/lvmfake"
 )
 
-// fieldEdit sets one field of one LV (its lv_name without the brackets of
-// a hidden LV) in a recorded report.
-type fieldEdit struct{ lv, field, value string }
-
-// editedReport is a recorded lvs report with edits applied: a report as an
-// lvm2 tbhost does not know, or a broken one, could write it.
-func editedReport(t *testing.T, fixture string, edits ...fieldEdit) string {
+// editedReport is a recorded lvs report (a file) with edits applied.
+func editedReport(t *testing.T, fixture string, edits ...lvmfake.Edit) string {
 	t.Helper()
 	b, err := os.ReadFile(fixture)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc struct {
-		Report []map[string][]map[string]any `json:"report"`
-	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range edits {
-		edited := 0
-		for _, rep := range doc.Report {
-			for _, row := range rep["lv"] {
-				if name, _ := row["lv_name"].(string); strings.Trim(name, "[]") == e.lv {
-					row[e.field] = e.value
-					edited++
-				}
-			}
-		}
-		if edited == 0 {
-			t.Fatalf("%s: no LV %q to edit", fixture, e.lv)
-		}
-	}
-	out, err := json.Marshal(doc)
+	out, err := lvmfake.EditedReport(b, edits...)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", fixture, err)
 	}
 	return string(out)
 }
@@ -85,7 +60,7 @@ func TestStatusCounterTbhostCannotReadIsNotOK(t *testing.T) {
 		{"tables", "sync_percent", "250", `sync_percent="250" for vg-hdd/tables: not a percent`},
 		{"tables", "sync_percent", "", `sync_percent="" for vg-hdd/tables: empty where an active LV reports it`},
 	} {
-		rep := statusOfReport(t, editedReport(t, cleanTables, fieldEdit{tc.lv, tc.field, tc.value}))
+		rep := statusOfReport(t, editedReport(t, cleanTables, lvmfake.Edit{LV: tc.lv, Field: tc.field, Value: tc.value}))
 		what := tc.lv + " " + tc.field + "=" + tc.value
 		if rep.OK || len(rep.Arrays) != 1 || rep.Arrays[0].State != "problem" {
 			t.Errorf("%s: want NOT OK, got %+v", what, rep)
@@ -161,8 +136,8 @@ func TestRecordedReportsHaveNoUnreadableCounters(t *testing.T) {
 // missing-at-boot capture shows it on every image.
 func TestInactiveLVLeavesCountersEmpty(t *testing.T) {
 	report := editedReport(t, cleanTables,
-		fieldEdit{"tables_rimage_2", "lv_attr", "gwi---r---"},
-		fieldEdit{"tables_rimage_2", "integritymismatches", ""})
+		lvmfake.Edit{LV: "tables_rimage_2", Field: "lv_attr", Value: "gwi---r---"},
+		lvmfake.Edit{LV: "tables_rimage_2", Field: "integritymismatches", Value: ""})
 	rows, err := ParseReport([]byte(report), "lv")
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package monitor
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tbhost/tbhost/lvm"
+	"github.com/tbhost/tbhost/lvm/lvmfake"
 )
 
 func discover(t *testing.T, root string, names ...string) Topology {
@@ -166,23 +166,8 @@ func TestUnreadableCounterIsUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc struct {
-		Report []struct {
-			LV []map[string]string `json:"lv"`
-		} `json:"report"`
-	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		t.Fatal(err)
-	}
-	for _, lv := range doc.Report[0].LV {
-		switch lv["lv_name"] {
-		case "[tables_rimage_2]":
-			lv["integritymismatches"] = "abc"
-		case "tables":
-			lv["raid_mismatch_count"] = "lots"
-		}
-	}
-	if b, err = json.Marshal(doc); err != nil {
+	if b, err = lvmfake.EditedReport(b, lvmfake.Edit{LV: "tables_rimage_2", Field: "integritymismatches", Value: "abc"},
+		lvmfake.Edit{LV: "tables", Field: "raid_mismatch_count", Value: "lots"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, b, 0o644); err != nil {
