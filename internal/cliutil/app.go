@@ -1,6 +1,7 @@
 package cliutil
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -88,6 +89,16 @@ func Run(app *cli.App, env *Env, args []string) int {
 	var ec cli.ExitCoder
 	if err != nil && !(errors.As(err, &ec) && err.Error() == "") {
 		fmt.Fprintf(env.Stderr, "tbhost: %v\n", err)
+	}
+	if c != nil && iv.version && code == ExitOK {
+		// the version as a document, not urfave/cli's line of text
+		if v, ok := app.Metadata["version"].(VersionJSON); ok {
+			c.buf.Reset()
+			if err := json.NewEncoder(&c.buf).Encode(v); err != nil {
+				fmt.Fprintf(env.Stderr, "tbhost: write JSON: %v\n", err)
+				return ExitCannotRun
+			}
+		}
 	}
 	if c != nil {
 		e := ErrorJSON{ExitCode: code, Command: iv.name()}

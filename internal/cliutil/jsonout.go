@@ -52,9 +52,10 @@ func (g *Globals) JSONLines() {
 // command path, the leaf (or deepest group) reached, and whether --json was
 // given anywhere before "--".
 type invocation struct {
-	path []string
-	cmd  *cli.Command
-	json bool
+	path    []string
+	cmd     *cli.Command
+	json    bool
+	version bool // --version (-v) given before any command
 }
 
 func (iv invocation) name() string { return strings.Join(iv.path, " ") }
@@ -69,6 +70,7 @@ func parseInvocation(app *cli.App, args []string) invocation {
 	for len(rest) > 0 && rest[0] != "--" {
 		if isFlag(rest[0]) {
 			iv.json = iv.json || isJSONFlag(rest[0])
+			iv.version = iv.version || (iv.cmd == nil && isVersionFlag(rest[0]))
 			if takesValue(flags, rest[0]) && len(rest) > 1 {
 				rest = rest[1:]
 			}
@@ -85,6 +87,26 @@ func parseInvocation(app *cli.App, args []string) invocation {
 		rest = rest[1:]
 	}
 	return iv
+}
+
+// isVersionFlag: urfave/cli's --version (alias -v), which it answers
+// before any command runs.
+func isVersionFlag(a string) bool {
+	name, v, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+	for _, n := range cli.VersionFlag.Names() {
+		if name == n {
+			b, err := strconv.ParseBool(v)
+			return !hasValue || (err == nil && b)
+		}
+	}
+	return false
+}
+
+// VersionJSON is what tbhost --json --version prints; the app carries it
+// in its Metadata under "version" (tbhostapp.New).
+type VersionJSON struct {
+	Version string `json:"version"`
+	Commit  string `json:"commit"`
 }
 
 func isJSONFlag(a string) bool {

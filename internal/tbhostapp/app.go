@@ -25,14 +25,20 @@ type Build struct {
 
 // String is what tbhost --version prints after "tbhost version ".
 func (b Build) String() string {
-	v, c := b.Version, b.Commit
-	if v == "" {
-		v = "dev"
+	j := b.json()
+	return j.Version + " (commit " + j.Commit + ")"
+}
+
+// json is what tbhost --json --version prints.
+func (b Build) json() cliutil.VersionJSON {
+	j := cliutil.VersionJSON{Version: b.Version, Commit: b.Commit}
+	if j.Version == "" {
+		j.Version = "dev"
 	}
-	if c == "" {
-		c = "unknown"
+	if j.Commit == "" {
+		j.Commit = "unknown"
 	}
-	return v + " (commit " + c + ")"
+	return j
 }
 
 // New is tbhost's cli.App: every command group, the global flags, and
@@ -42,6 +48,7 @@ func New(env *cliutil.Env, b Build) *cli.App {
 	app := cliutil.NewApp(env, Commands())
 	app.Usage = "build and run the storage of a Syzygy tablebase server"
 	app.Version = b.String()
+	app.Metadata = map[string]any{"version": b.json()}
 	app.EnableBashCompletion = true
 	app.Description = Description
 	return app
