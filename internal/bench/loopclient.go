@@ -10,7 +10,8 @@ package bench
 // machine against a keep-alive server, 12 connections, test binaries of
 // both clients run alternately: the loop 0.87-1.15x wrk's rate (median
 // 0.97 of 12 runs), the goroutine clients 0.81-0.91x (median 0.85 of 6),
-// the loop ahead in each of its pairs by 4-21 % (docs/performance.md,
+// the loop ahead in each of its pairs by 4-21 %; since it polls before it
+// sleeps (loopSpin), 1.13-1.15x (docs/performance.md,
 // BenchmarkRatioReplayVsWrk). Answers are parsed by the
 // goroutine client's readFinalHead and readBody (readAnswer), over the
 // bytes received so far: a head that has not fully arrived ends in
@@ -56,11 +57,13 @@ const loopTick = 10 * time.Millisecond
 // inter-processor interrupt, a VM exit), and a local target then serves
 // fewer requests than it could: against the trivial keep-alive server on
 // the 2-CPU test machine, 12 connections, the loop that slept at once made
-// 137,000-148,000 context switches per 200,000 requests and reached
-// 0.87-0.94x wrk's rate (wrk spends more CPU per request, so it sleeps less
-// often); polling first, 4,800-5,600 switches and 1.10-1.29x wrk's rate
-// (10, 25 and 50 us alike, 5 us in between). The cost is the loop's CPU:
-// at most loopSpin each time it runs out of answers. Where answers come
+// 137,000-196,000 context switches per 200,000 requests and reached
+// 0.85-0.94x wrk's rate (wrk spends more CPU per request, so it sleeps less
+// often); polling first, 3,900-10,000 switches and 1.10-1.29x wrk's rate
+// (10, 25 and 50 us alike; 5 polls, a few us, in between). The cost is
+// the loop's CPU: at most loopSpin each time it runs out of answers, and
+// on a 200,000-request replay of that server about 1 s more of it for
+// 15-25 % more requests per second. Where answers come
 // further apart than that (a remote target, a slow one), polling finds
 // nothing: after spinMisses polls in a row that found nothing, the loop
 // sleeps at once for its next spinPause waits, then tries again, so such
