@@ -48,7 +48,7 @@ func New(env *cliutil.Env, b Build) *cli.App {
 	app := cliutil.NewApp(env, Commands())
 	app.Usage = "build and run the storage of a Syzygy tablebase server"
 	app.Version = b.String()
-	app.Metadata = map[string]any{"version": b.json()}
+	app.Metadata["version"] = b.json() // beside the Env that NewApp put there
 	app.EnableBashCompletion = true
 	app.Description = Description
 	return app
