@@ -69,7 +69,10 @@ func (w *hangWatcher) line(line string) error {
 // LvcreateDeadlock tells a hang of lvm2's lvcreate stuck tearing down a
 // raid table (raid_dtr; docs/lvm.md) from any other: the guest's hang
 // watch names each blocked task's command line ("blocked task PID: lvm
-// lvcreate ...").
+// lvcreate ..." as tbhost runs it, "lvcreate ..." or "/sbin/lvcreate ..."
+// as a lab scenario's shell does).
 func (e *HangError) LvcreateDeadlock() bool {
-	return strings.Contains(e.Report, "raid_dtr") && regexp.MustCompile(`(?m)^blocked task [0-9]+: lvm lvcreate `).MatchString(e.Report)
+	return strings.Contains(e.Report, "raid_dtr") && lvcreateTask.MatchString(e.Report)
 }
+
+var lvcreateTask = regexp.MustCompile(`(?m)^blocked task [0-9]+: (\S*/)?(lvm )?lvcreate `)

@@ -64,10 +64,19 @@ func TestHangErrorLvcreateDeadlock(t *testing.T) {
 	if !(&HangError{Report: lvcreate}).LvcreateDeadlock() {
 		t.Error("the lab's lvcreate deadlock was not recognised")
 	}
+	// the same deadlock under a scenario's own lvcreate (the integrity
+	// boot of a clean-clone run, 2026-12-04: it failed the suite, not
+	// retried, as the pattern wanted "lvm lvcreate")
+	for _, argv0 := range []string{"lvcreate -y", "/sbin/lvcreate -y"} {
+		if !(&HangError{Report: strings.ReplaceAll(lvcreate, "lvm lvcreate --yes", argv0)}).LvcreateDeadlock() {
+			t.Errorf("the deadlock of a scenario's %q was not recognised", argv0)
+		}
+	}
 	for name, report := range map[string]string{
 		"lvchange reload":      strings.ReplaceAll(strings.ReplaceAll(lvcreate, "lvm lvcreate", "lvm lvchange"), "raid_dtr", "raid_postsuspend"),
 		"lvcreate elsewhere":   strings.ReplaceAll(lvcreate, "raid_dtr", "raid_ctr"),
 		"lvremove in raid_dtr": strings.ReplaceAll(lvcreate, "lvm lvcreate", "lvm lvremove"),
+		"lvcreateX":            strings.ReplaceAll(lvcreate, "lvm lvcreate", "lvcreatex"),
 		"no command lines":     "[  485.405734]  raid_dtr+0x23/0x40 [dm_raid]\nlvm lvcreate\n",
 	} {
 		if (&HangError{Report: report}).LvcreateDeadlock() {

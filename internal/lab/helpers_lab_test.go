@@ -125,7 +125,8 @@ func boot(t *testing.T, cfg Config) *Result {
 	if errors.As(err, &hang) && fresh && hang.LvcreateDeadlock() {
 		// lvm2's own lvcreate --raidintegrity in the 6.1 kernel's dm-raid
 		// deadlock (docs/lvm.md): no outcome of the scenario's steps, and
-		// rare (one boot of the suite's runs on 2026-12-03); tbhost's part
+		// rare (one boot of the suite's runs on 2026-12-03, the integrity
+		// boot's own lvcreate in one on 2026-12-04); tbhost's part
 		// is TestLVMApplyLvcreateCut's and TestLVMApplyLvcreateHang's
 		t.Logf("boot %s: %v\nboot %s: lvcreate hit the dm-raid deadlock of Linux 6.1; booting once more on fresh disks", cfg.Name, err, cfg.Name)
 		cfg.WorkDir = t.TempDir()
