@@ -11,7 +11,7 @@ package bench
 // both clients run alternately: the loop 0.87-1.15x wrk's rate (median
 // 0.97 of 12 runs), the goroutine clients 0.81-0.91x (median 0.85 of 6),
 // the loop ahead in each of its pairs by 4-21 %; since it polls before it
-// sleeps (loopSpin), 1.13-1.15x (docs/performance.md,
+// sleeps (loopSpin), 1.06-1.29x in six runs (docs/performance.md,
 // BenchmarkRatioReplayVsWrk). Answers are parsed by the
 // goroutine client's readFinalHead and readBody (readAnswer), over the
 // bytes received so far: a head that has not fully arrived ends in
