@@ -92,7 +92,7 @@ func Run(app *cli.App, env *Env, args []string) int {
 	}
 	if c != nil && iv.version && code == ExitOK {
 		// the version as a document, not urfave/cli's line of text
-		if v, ok := app.Metadata["version"].(VersionJSON); ok {
+		if v, ok := app.Metadata[versionKey].(VersionJSON); ok {
 			c.buf.Reset()
 			if err := json.NewEncoder(&c.buf).Encode(v); err != nil {
 				fmt.Fprintf(env.Stderr, "tbhost: write JSON: %v\n", err)

@@ -74,14 +74,28 @@ func TerminalStreams(stdin, stderr any) func() bool {
 	}
 }
 
-const envKey = "tbhost.env"
+const (
+	envKey     = "tbhost.env"
+	versionKey = "tbhost.version"
+)
 
 // Install puts env into the app so commands can find it with Get.
 func Install(app *cli.App, env *Env) {
+	setMetadata(app, envKey, env)
+}
+
+// SetVersion gives the app its version: --version prints v's text, and
+// --json --version v itself (Run).
+func SetVersion(app *cli.App, v VersionJSON) {
+	app.Version = v.String()
+	setMetadata(app, versionKey, v)
+}
+
+func setMetadata(app *cli.App, key string, v any) {
 	if app.Metadata == nil {
-		app.Metadata = map[string]interface{}{}
+		app.Metadata = map[string]any{}
 	}
-	app.Metadata[envKey] = env
+	app.Metadata[key] = v
 }
 
 // Globals are the global flags and the environment, as one command sees them.

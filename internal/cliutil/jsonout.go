@@ -69,8 +69,8 @@ func parseInvocation(app *cli.App, args []string) invocation {
 	flags, cmds := app.Flags, app.Commands
 	for len(rest) > 0 && rest[0] != "--" {
 		if isFlag(rest[0]) {
-			iv.json = iv.json || isJSONFlag(rest[0])
-			iv.version = iv.version || (iv.cmd == nil && isVersionFlag(rest[0]))
+			iv.json = iv.json || boolFlagSet(rest[0], "json")
+			iv.version = iv.version || (iv.cmd == nil && boolFlagSet(rest[0], cli.VersionFlag.Names()...))
 			if takesValue(flags, rest[0]) && len(rest) > 1 {
 				rest = rest[1:]
 			}
@@ -89,36 +89,26 @@ func parseInvocation(app *cli.App, args []string) invocation {
 	return iv
 }
 
-// isVersionFlag: urfave/cli's --version (alias -v), which it answers
-// before any command runs.
-func isVersionFlag(a string) bool {
+// VersionJSON is what tbhost --json --version prints (SetVersion).
+type VersionJSON struct {
+	Version string `json:"version"`
+	Commit  string `json:"commit"`
+}
+
+// String is what tbhost --version prints after "tbhost version ".
+func (v VersionJSON) String() string { return v.Version + " (commit " + v.Commit + ")" }
+
+// boolFlagSet: a is one of the boolean flags names (--json, -v,
+// --version=true), set to true.
+func boolFlagSet(a string, names ...string) bool {
 	name, v, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-	for _, n := range cli.VersionFlag.Names() {
+	for _, n := range names {
 		if name == n {
 			b, err := strconv.ParseBool(v)
 			return !hasValue || (err == nil && b)
 		}
 	}
 	return false
-}
-
-// VersionJSON is what tbhost --json --version prints; the app carries it
-// in its Metadata under "version" (tbhostapp.New).
-type VersionJSON struct {
-	Version string `json:"version"`
-	Commit  string `json:"commit"`
-}
-
-func isJSONFlag(a string) bool {
-	name, v, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-	if name != "json" {
-		return false
-	}
-	if !hasValue {
-		return true
-	}
-	b, err := strconv.ParseBool(v)
-	return err == nil && b
 }
 
 // capture holds a command's stdout back (or passes it through for JSON

@@ -24,12 +24,10 @@ type Build struct {
 }
 
 // String is what tbhost --version prints after "tbhost version ".
-func (b Build) String() string {
-	j := b.json()
-	return j.Version + " (commit " + j.Commit + ")"
-}
+func (b Build) String() string { return b.json().String() }
 
-// json is what tbhost --json --version prints.
+// json is what tbhost --version prints, with "dev" and "unknown" for what
+// the linker did not stamp in.
 func (b Build) json() cliutil.VersionJSON {
 	j := cliutil.VersionJSON{Version: b.Version, Commit: b.Commit}
 	if j.Version == "" {
@@ -47,8 +45,7 @@ func (b Build) json() cliutil.VersionJSON {
 func New(env *cliutil.Env, b Build) *cli.App {
 	app := cliutil.NewApp(env, Commands())
 	app.Usage = "build and run the storage of a Syzygy tablebase server"
-	app.Version = b.String()
-	app.Metadata["version"] = b.json() // beside the Env that NewApp put there
+	cliutil.SetVersion(app, b.json())
 	app.EnableBashCompletion = true
 	app.Description = Description
 	return app
