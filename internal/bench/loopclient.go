@@ -289,10 +289,7 @@ func (l *eventLoop) run(first, last int) error {
 			return nil
 		}
 		wait := int(time.Until(nextTick) / time.Millisecond)
-		n, err := epollWait(ep, events, 0)
-		if n == 0 && err == nil {
-			n, err = l.spin(events)
-		}
+		n, err := l.spin(events)
 		if n == 0 && err == nil {
 			n, err = epollWait(ep, events, max(wait, 0)+1)
 		}
@@ -326,18 +323,21 @@ func (l *eventLoop) run(first, last int) error {
 	return nil
 }
 
-// spin polls the epoll set for up to loopSpin, unless polling has
-// recently found nothing (loopSpin).
+// spin polls the epoll set for up to loopSpin (once, while polling is
+// paused after finding nothing: loopSpin).
 func (l *eventLoop) spin(events []unix.EpollEvent) (int, error) {
-	if l.spinPaused > 0 {
-		l.spinPaused--
-		return 0, nil
-	}
 	until := time.Now().Add(loopSpin)
-	for time.Now().Before(until) {
+	for {
 		if n, err := epollWait(l.ep, events, 0); n != 0 || err != nil {
 			l.spinMissed = 0
 			return n, err
+		}
+		if l.spinPaused > 0 {
+			l.spinPaused--
+			return 0, nil
+		}
+		if !time.Now().Before(until) {
+			break
 		}
 	}
 	if l.spinMissed++; l.spinMissed == spinMisses {
