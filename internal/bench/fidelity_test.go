@@ -88,21 +88,22 @@ func harnessRandRead(tb testing.TB, file string, how IO, n int, cold bool) pcts 
 	// One reader per client, as each fio thread has its own descriptor or
 	// mapping (fio's mmap engine maps the file per job).
 	rs := make([]io.ReaderAt, fidelityClients)
-	rngs := make([]*mrand.Rand, fidelityClients)
 	bufs := make([][]byte, fidelityClients)
-	for i := range rngs {
+	for i := range rs {
 		r, cl, err := openFile(file, how, AdviseRandom, true) // as bench probe reads: one client per thread, one probe at a time
 		if err != nil {
 			tb.Fatal(err)
 		}
 		defer cl.Close()
 		rs[i] = r
-		rngs[i] = mrand.New(mrand.NewPCG(uint64(n), uint64(i)))
 		bufs[i] = make([]byte, 4096)
 	}
-	pages := int64(fidelityFile / 4096)
-	res, err := Drive(context.Background(), probeLoad(Load{Clients: fidelityClients, Requests: int64(n)}), func(_ context.Context, c int, _ int64) Outcome {
-		if _, err := rs[c].ReadAt(bufs[c], rngs[c].Int64N(pages)*4096); err != nil {
+	// Every read's offset is drawn before the run, as fio draws an I/O's
+	// offset before it starts that I/O's clock: the random number
+	// generator is the test's, not the harness's.
+	offsets := randomOffsets(n, fidelityFile/4096)
+	res, err := Drive(context.Background(), probeLoad(Load{Clients: fidelityClients, Requests: int64(n)}), func(_ context.Context, c int, seq int64) Outcome {
+		if _, err := rs[c].ReadAt(bufs[c], offsets[seq]); err != nil {
 			return Outcome{Err: err}
 		}
 		return Outcome{Reads: 1}
@@ -116,6 +117,17 @@ func harnessRandRead(tb testing.TB, file string, how IO, n int, cold bool) pcts 
 	s := summarize(res.OK)
 	return pcts{q: [3]float64{s.P50, s.P99, s.P999},
 		p998: nsToMs(float64(res.OK.ValueAtQuantile(99.8))), p9995: nsToMs(float64(res.OK.ValueAtQuantile(99.95)))}
+}
+
+// randomOffsets are n offsets of 4 KiB pages drawn uniformly from pages,
+// the same for every run of a given n.
+func randomOffsets(n, pages int) []int64 {
+	rng := mrand.New(mrand.NewPCG(uint64(n), uint64(pages)))
+	offsets := make([]int64, n)
+	for i := range offsets {
+		offsets[i] = rng.Int64N(int64(pages)) * 4096
+	}
+	return offsets
 }
 
 // medianRatios runs 5 alternating pairs (harness first, then fio first)
