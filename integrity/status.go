@@ -139,13 +139,18 @@ func hasIntegrity(all []lvm.LV, top lvm.LV) bool {
 // of lvm.AssessArray (decided there, on codes) in integrity's words, per
 // image and naming the disk, plus whether every image has dm-integrity.
 func ArrayStatusOf(all []lvm.LV, top lvm.LV) ArrayStatus {
+	return ArrayStatusFrom(top, lvm.AssessArray(all, top))
+}
+
+// ArrayStatusFrom is ArrayStatusOf for a caller that has assessed the
+// array already: h is lvm.AssessArray(all, top).
+func ArrayStatusFrom(top lvm.LV, h lvm.ArrayHealth) ArrayStatus {
 	s := ArrayStatus{
 		LV: top.FullName(), UUID: top.UUID, SegType: top.SegType(), Attr: top.Attr, Size: top.Size,
 		IntegrityMode: top.IntegrityMode, IntegrityBlockSize: top.IntegrityBlockSize,
 		IntegrityMismatches: top.IntegrityMismatches, RaidMismatchCount: top.RaidMismatchCount,
 		SyncAction: top.SyncAction, SyncPercent: top.SyncPercent, Health: top.Health,
 	}
-	h := lvm.AssessArray(all, top)
 	var inactive []lvm.Finding
 	for _, f := range h.Findings {
 		switch f.Code {

@@ -324,7 +324,7 @@ func lvmArrays(root string, sb *SysBlock, all []lvm.LV, pvs []lvm.PV) []Array {
 			a.Problems = append(a.Problems, Problem{Severity: Critical, Code: lvm.CodeLVInactive, Text: text})
 		}
 		a.Problems = append(a.Problems, lvHealth(a.Name, lv, h.Findings)...)
-		a.Problems = append(a.Problems, integrityMismatches(all, lv)...)
+		a.Problems = append(a.Problems, integrityMismatches(lv, h)...)
 		if lvm.HasCode(h.Findings, lvm.CodeRAIDDegraded) {
 			a.Degraded = true
 		}
@@ -401,10 +401,10 @@ func unjudgeable(f lvm.Finding) Problem {
 
 // integrityMismatches are `tbhost integrity status`'s findings on mismatches:
 // per image, naming the disk, or on the array when no image owns them; and
-// an image's counter tbhost cannot read.
-func integrityMismatches(all []lvm.LV, lv lvm.LV) []Problem {
+// an image's counter tbhost cannot read. h is the array's assessment.
+func integrityMismatches(lv lvm.LV, h lvm.ArrayHealth) []Problem {
 	var p []Problem
-	for _, f := range integrity.ArrayStatusOf(all, lv).Findings {
+	for _, f := range integrity.ArrayStatusFrom(lv, h).Findings {
 		switch {
 		case f.Code == lvm.CodeIntegrityMismatches:
 			p = append(p, Problem{Severity: f.Severity, Code: f.Code, Text: f.Text})
