@@ -10,11 +10,13 @@
 package playbooks
 
 import (
+	"bytes"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -160,6 +162,10 @@ func (p *Playbook) StepNames() []string {
 // Parse reads a playbook. file names it in error messages. Every error
 // carries file:line:column; unknown keys are errors (with a suggestion).
 func Parse(file string, src []byte) (*Playbook, error) {
+	if at, b, bad := firstInvalidUTF8(src); bad {
+		return nil, &ErrorList{{File: file, Pos: at, Msg: fmt.Sprintf(
+			"byte 0x%02x is not UTF-8 (a playbook is UTF-8 text); convert the file, e.g. for Latin-1: iconv -f latin1 -t utf-8 %s > %s.utf8", b, file, file)}}
+	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(src, &root); err != nil {
 		return nil, syntaxError(file, err)
@@ -175,6 +181,30 @@ func Parse(file string, src []byte) (*Playbook, error) {
 		return nil, &d.errs
 	}
 	return pb, nil
+}
+
+// firstInvalidUTF8 finds the first byte of src that is not UTF-8, with
+// its line and column (in characters), which yaml.v3's own error ("invalid
+// trailing UTF-8 octet") does not give. UTF-16 with a byte-order mark is
+// left to yaml.v3, which decodes it.
+func firstInvalidUTF8(src []byte) (at Pos, b byte, bad bool) {
+	if bytes.HasPrefix(src, []byte{0xfe, 0xff}) || bytes.HasPrefix(src, []byte{0xff, 0xfe}) {
+		return Pos{}, 0, false
+	}
+	at = Pos{Line: 1, Column: 1}
+	for i := 0; i < len(src); {
+		r, size := utf8.DecodeRune(src[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return at, src[i], true
+		}
+		if r == '\n' {
+			at.Line, at.Column = at.Line+1, 1
+		} else {
+			at.Column++
+		}
+		i += size
+	}
+	return Pos{}, 0, false
 }
 
 // syntaxError turns a yaml.v3 syntax error ("yaml: line 4: ...") into

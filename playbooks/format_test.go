@@ -81,6 +81,26 @@ func TestParseSyntaxErrorHasLine(t *testing.T) {
 	}
 }
 
+// yaml.v3 says "invalid trailing UTF-8 octet" with no line; Parse names
+// the line, the column and the byte, and how to convert the file.
+func TestParseNonUTF8NamesLineAndColumn(t *testing.T) {
+	_, err := Parse("latin1.yaml", []byte("name: x\nsteps:\n  - name: caf\xe9\n    shell: [true]\n"))
+	if err == nil || !strings.HasPrefix(err.Error(), "latin1.yaml:3:14: byte 0xe9 is not UTF-8") || !strings.Contains(err.Error(), "iconv -f latin1 -t utf-8 latin1.yaml") {
+		t.Fatalf("got %v, want latin1.yaml:3:14: byte 0xe9 is not UTF-8 ... iconv ...", err)
+	}
+	// UTF-8 (with or without a byte-order mark, with multi-byte
+	// characters before the error) is not refused
+	for _, src := range []string{"\xef\xbb\xbfname: x\nsteps:\n  - name: caf\u00e9\n    shell: [true]\n", "name: x\nsteps:\n  - name: \u00e9t\u00e9 \u2713\n    shell: [true]\n"} {
+		if _, err := Parse("ok.yaml", []byte(src)); err != nil {
+			t.Errorf("UTF-8 playbook %q refused: %v", src, err)
+		}
+	}
+	_, err = Parse("late.yaml", []byte("name: \u00e9t\u00e9\nsteps:\n  - name: a\xff\n"))
+	if err == nil || !strings.HasPrefix(err.Error(), "late.yaml:3:12: byte 0xff") {
+		t.Fatalf("got %v, want late.yaml:3:12: byte 0xff ...", err)
+	}
+}
+
 func TestParseRejectsAmbiguousOrEmptySteps(t *testing.T) {
 	for name, src := range map[string]string{
 		"both":     "name: x\nsteps:\n  - name: a\n    shell: [true]\n    tbhost: [lvm, status]\n",
