@@ -20,6 +20,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/tbhost/tbhost/internal/execx"
 	"github.com/tbhost/tbhost/lvm"
 )
 
@@ -164,7 +165,8 @@ func (p *Playbook) StepNames() []string {
 func Parse(file string, src []byte) (*Playbook, error) {
 	if at, b, bad := firstInvalidUTF8(src); bad {
 		return nil, &ErrorList{{File: file, Pos: at, Msg: fmt.Sprintf(
-			"byte 0x%02x is not UTF-8 (a playbook is UTF-8 text); convert the file, e.g. for Latin-1: iconv -f latin1 -t utf-8 %s > %s.utf8", b, file, file)}}
+			"byte 0x%02x is not UTF-8 (a playbook is UTF-8 text); convert the file, e.g. for Latin-1: %s > %s", b,
+			execx.Quote([]string{"iconv", "-f", "latin1", "-t", "utf-8", file}), execx.Quote([]string{file + ".utf8"}))}}
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(src, &root); err != nil {

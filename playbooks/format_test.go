@@ -95,6 +95,11 @@ func TestParseNonUTF8NamesLineAndColumn(t *testing.T) {
 			t.Errorf("UTF-8 playbook %q refused: %v", src, err)
 		}
 	}
+	// the suggested command survives a file name with a space when pasted
+	_, err = Parse("my book.yaml", []byte("name: caf\xe9\n"))
+	if err == nil || !strings.Contains(err.Error(), "iconv -f latin1 -t utf-8 'my book.yaml' > 'my book.yaml.utf8'") {
+		t.Fatalf("got %v, want the file name quoted in the iconv command", err)
+	}
 	_, err = Parse("late.yaml", []byte("name: \u00e9t\u00e9\nsteps:\n  - name: a\xff\n"))
 	if err == nil || !strings.HasPrefix(err.Error(), "late.yaml:3:12: byte 0xff") {
 		t.Fatalf("got %v, want late.yaml:3:12: byte 0xff ...", err)
