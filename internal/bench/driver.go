@@ -132,6 +132,15 @@ type Result struct {
 	// latency still counts from the intended time. Dropped counts those
 	// never sent because the run ended first.
 	Late, Dropped int64
+
+	// CPU sums the client threads' time on a CPU and their time runnable
+	// but waiting for one, from each client's first request to its last
+	// (ThreadCPU), when every client ran on an OS thread of its own whose
+	// statistics could be read (CPUMeasured). A wait that is a sizeable
+	// part of the latency means the machine's processors, not the target,
+	// set it (cpuWaitNotice).
+	CPU         ThreadCPU
+	CPUMeasured bool
 }
 
 // Rate is measured requests per second over the measured window.
@@ -151,6 +160,8 @@ type clientStats struct {
 	firstMeasured                time.Time
 	statuses                     map[int]int64
 	firstErr                     string
+	cpu                          ThreadCPU
+	cpuMeasured                  bool
 }
 
 // Drive runs op under load. It returns when all requests have finished or
@@ -193,6 +204,16 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 			if load.OSThreads {
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
+				// The thread's scheduler statistics before the first
+				// request and after the last (deferred, so before the
+				// unlock): how long this client waited for a CPU.
+				if before, err := readThreadCPU(); err == nil {
+					defer func() {
+						if after, err := readThreadCPU(); err == nil {
+							st.cpu, st.cpuMeasured = after.sub(before), true
+						}
+					}()
+				}
 			}
 			for ctx.Err() == nil {
 				seq := next.Add(1) - 1
@@ -317,7 +338,11 @@ func (st *clientStats) record(ctx context.Context, load Load, s Sample, observe 
 func collect(ctx context.Context, load Load, stats []*clientStats, start, end time.Time) *Result {
 	res := &Result{OK: newHistogram(), Failed: newHistogram(), Elapsed: end.Sub(start), Statuses: map[int]int64{}}
 	var first time.Time
+	res.CPUMeasured = load.OSThreads && len(stats) > 0
 	for _, st := range stats {
+		res.CPU.Run += st.cpu.Run
+		res.CPU.Wait += st.cpu.Wait
+		res.CPUMeasured = res.CPUMeasured && st.cpuMeasured
 		res.OK.Merge(st.ok)
 		res.Failed.Merge(st.failed)
 		res.Issued += st.issued

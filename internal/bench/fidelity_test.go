@@ -40,6 +40,9 @@ const (
 type pcts struct {
 	q           [3]float64
 	p998, p9995 float64
+	// the harness only: mean latency and the clients' wait for a CPU per
+	// read (Result.CPU), in ms
+	mean, cpuWait float64
 }
 
 var pctNames = [3]string{"p50", "p99", "p99.9"}
@@ -115,8 +118,12 @@ func harnessRandRead(tb testing.TB, file string, how IO, n int, cold bool) pcts 
 		tb.Fatalf("%d reads failed: %s", res.Failures, res.FirstError)
 	}
 	s := summarize(res.OK)
-	return pcts{q: [3]float64{s.P50, s.P99, s.P999},
-		p998: nsToMs(float64(res.OK.ValueAtQuantile(99.8))), p9995: nsToMs(float64(res.OK.ValueAtQuantile(99.95)))}
+	p := pcts{q: [3]float64{s.P50, s.P99, s.P999},
+		p998: nsToMs(float64(res.OK.ValueAtQuantile(99.8))), p9995: nsToMs(float64(res.OK.ValueAtQuantile(99.95))), mean: s.Mean}
+	if res.CPUMeasured {
+		p.cpuWait = nsToMs(float64(res.CPU.Wait) / float64(n))
+	}
+	return p
 }
 
 // randomOffsets are n offsets of 4 KiB pages drawn uniformly from pages,
@@ -323,6 +330,10 @@ func BenchmarkRatioProbeVsFio(b *testing.B) {
 				b.Logf("pairs probe/fio %s %s: p50 %s, p99 %s, p99.9 %s", how, name, fmtRatios(all[0]), fmtRatios(all[1]), fmtRatios(all[2]))
 				b.Logf("tail probe/fio %s %s, last pair, harness/fio: p99.8 %s/%s, p99.9 %s/%s, p99.95 %s/%s (information: how steep the tail is at the p99.9)",
 					how, name, formatMs(h.p998), formatMs(f.p998), formatMs(h.q[2]), formatMs(f.q[2]), formatMs(h.p9995), formatMs(f.p9995))
+				if h.cpuWait > 0 {
+					b.Logf("cpu probe/fio %s %s, last pair: the harness's clients waited for a CPU %s per read, %.0f %% of their mean latency %s (information: the run queue's share of the latency; fio's threads share the same CPUs)",
+						how, name, formatMs(h.cpuWait), 100*h.cpuWait/h.mean, formatMs(h.mean))
+				}
 				// the same measure with fio on both sides: how far the
 				// median of 5 pairs strays from 1.0 when nothing differs
 				fio := func() pcts { return fioRandRead(b, file, engine, n, cold) }

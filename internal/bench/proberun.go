@@ -95,11 +95,14 @@ func RunProbes(ctx context.Context, o ProbeOptions) (*Report, error) {
 		if o.Progress != nil {
 			o.Progress(i, len(o.Configs), c)
 		}
-		run, err := runProbeConfig(ctx, o, c)
+		run, notice, err := runProbeConfig(ctx, o, c)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", c.Name(), err)
 		}
 		rep.Runs = append(rep.Runs, run)
+		if notice != "" {
+			rep.Notices = append(rep.Notices, notice)
+		}
 		if ctx.Err() != nil {
 			break
 		}
@@ -107,7 +110,9 @@ func RunProbes(ctx context.Context, o ProbeOptions) (*Report, error) {
 	return rep, nil
 }
 
-func runProbeConfig(ctx context.Context, o ProbeOptions, c ProbeConfig) (Run, error) {
+// runProbeConfig runs configuration c; the notice, when not "", says that
+// the clients' wait for a CPU was a sizeable part of the latency.
+func runProbeConfig(ctx context.Context, o ProbeOptions, c ProbeConfig) (Run, string, error) {
 	readers, closers, files, err := o.Set.open(c, ownThreadReads(o.Load, c))
 	defer func() {
 		for _, cl := range closers {
@@ -115,7 +120,7 @@ func runProbeConfig(ctx context.Context, o ProbeOptions, c ProbeConfig) (Run, er
 		}
 	}()
 	if err != nil {
-		return Run{}, err
+		return Run{}, "", err
 	}
 	w := o.Weight
 	if w.By == "" {
@@ -123,7 +128,7 @@ func runProbeConfig(ctx context.Context, o ProbeOptions, c ProbeConfig) (Run, er
 	}
 	p, err := newProber(o.Set.tables, readers, o.Mix, c.Parallel, w)
 	if err != nil {
-		return Run{}, err
+		return Run{}, "", err
 	}
 	prep := prepareCache(o.Cache, o.DropCachesPath, files)
 	rngs := make([]*rand.Rand, o.Load.Clients)
@@ -143,7 +148,7 @@ func runProbeConfig(ctx context.Context, o ProbeOptions, c ProbeConfig) (Run, er
 		return p.request(ctx, rngs[client])
 	}, observe)
 	if err != nil {
-		return Run{}, err
+		return Run{}, "", err
 	}
 	after, _ := o.Disks.Sample(context.WithoutCancel(ctx))
 	run := newRun(c.Name(), o.Load, res)
@@ -151,7 +156,7 @@ func runProbeConfig(ctx context.Context, o ProbeOptions, c ProbeConfig) (Run, er
 	cc := c
 	run.Probe = &cc
 	run.Cache = &prep
-	return run, nil
+	return run, cpuWaitNotice(c.Name(), res), nil
 }
 
 // ownThreadReads reports whether every read of configuration c under load

@@ -262,7 +262,9 @@ func probeCommand() *cli.Command {
    a real host. --cache drop empties the whole host's page cache: not on a live server.
 
    Columns: requests (measured), failed, mean, p50 ... max (latency of one whole request),
-   req/s, reads/probe, slow/probe. --json prints the same as summary.json.`,
+   req/s, reads/probe, slow/probe. --json prints the same as summary.json. A note says when
+   the clients waited for a CPU for more than a tenth of the mean latency (their threads'
+   run-queue wait): then this machine's processors, not the disks, set that part.`,
 		Flags: append(append([]cli.Flag{
 			tablesFlag(),
 			storeFlag(),
