@@ -331,8 +331,8 @@ func BenchmarkRatioProbeVsFio(b *testing.B) {
 				b.Logf("tail probe/fio %s %s, last pair, harness/fio: p99.8 %s/%s, p99.9 %s/%s, p99.95 %s/%s (information: how steep the tail is at the p99.9)",
 					how, name, formatMs(h.p998), formatMs(f.p998), formatMs(h.q[2]), formatMs(f.q[2]), formatMs(h.p9995), formatMs(f.p9995))
 				if h.cpuWait > 0 {
-					b.Logf("cpu probe/fio %s %s, last pair: the harness's clients waited for a CPU %s per read, %.0f %% of their mean latency %s (information: the run queue's share of the latency; fio's threads share the same CPUs)",
-						how, name, formatMs(h.cpuWait), 100*h.cpuWait/h.mean, formatMs(h.mean))
+					b.Logf("cpu probe/fio %s %s, last pair: the harness's clients waited for a CPU %s per read against a mean latency of %s (information: their threads' run-queue wait, in a read or between two; fio's threads queue for the same CPUs)",
+						how, name, formatMs(h.cpuWait), formatMs(h.mean))
 				}
 				// the same measure with fio on both sides: how far the
 				// median of 5 pairs strays from 1.0 when nothing differs

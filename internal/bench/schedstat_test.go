@@ -80,7 +80,7 @@ func TestCPUWaitNoticeThreshold(t *testing.T) {
 		}
 		return r
 	}
-	if n := cpuWaitNotice("pread/normal/seq/no-store", res(100*30*time.Microsecond)); !strings.Contains(n, "30µs per request") || !strings.Contains(n, "30 % of the mean latency (100µs)") {
+	if n := cpuWaitNotice("pread/normal/seq/no-store", res(100*30*time.Microsecond)); !strings.Contains(n, "30µs per request on average, against a mean latency of 100µs") {
 		t.Errorf("30 us of 100 us: %q", n)
 	}
 	if n := cpuWaitNotice("x", res(100*5*time.Microsecond)); n != "" {
