@@ -207,9 +207,9 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 				// The thread's scheduler statistics before the first
 				// request and after the last (deferred, so before the
 				// unlock): how long this client waited for a CPU.
-				if before, err := readThreadCPU(); err == nil {
+				if before, err := readThreadCPU(procRoot); err == nil {
 					defer func() {
-						if after, err := readThreadCPU(); err == nil {
+						if after, err := readThreadCPU(procRoot); err == nil {
 							st.cpu, st.cpuMeasured = after.sub(before), true
 						}
 					}()

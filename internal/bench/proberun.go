@@ -156,7 +156,7 @@ func runProbeConfig(ctx context.Context, o ProbeOptions, c ProbeConfig) (Run, st
 	cc := c
 	run.Probe = &cc
 	run.Cache = &prep
-	return run, cpuWaitNotice(c.Name(), res), nil
+	return run, cpuWaitNotice(run.Name, run.Latency.Mean, res), nil
 }
 
 // ownThreadReads reports whether every read of configuration c under load

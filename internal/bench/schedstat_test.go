@@ -3,19 +3,41 @@ package bench
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-func TestParseSchedstat(t *testing.T) {
-	got, err := parseSchedstat("1234567 89000 42\n")
+// readThreadCPU reads the calling thread's schedstat through procfs, from
+// a fixture tree here: a good line, and malformed ones refused with the
+// file's name.
+func TestReadThreadCPU(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	root := t.TempDir()
+	dir := filepath.Join(root, strconv.Itoa(os.Getpid()), "task", strconv.Itoa(unix.Gettid()))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "schedstat")
+	write := func(s string) {
+		if err := os.WriteFile(file, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("1234567 89000 42\n")
+	got, err := readThreadCPU(root)
 	if err != nil || got != (ThreadCPU{Run: 1234567, Wait: 89000}) {
 		t.Fatalf("got %+v, %v", got, err)
 	}
-	for _, bad := range []string{"", "1 2", "1 2 3 4", "x 2 3", "1 -2 3", "1 2.5 3"} {
-		if _, err := parseSchedstat(bad); err == nil || !strings.Contains(err.Error(), threadSchedstatPath) {
+	for _, bad := range []string{"", "1 2", "x 2 3", "1 -2 3", "1 2.5 3"} {
+		write(bad)
+		if _, err := readThreadCPU(root); err == nil || !strings.Contains(err.Error(), file) {
 			t.Errorf("%q: accepted or error without the file's name: %v", bad, err)
 		}
 	}
@@ -23,8 +45,10 @@ func TestParseSchedstat(t *testing.T) {
 
 func needSchedstat(t *testing.T) {
 	t.Helper()
-	if _, err := os.Stat(threadSchedstatPath); err != nil {
-		t.Skipf("%s: %v (a kernel without CONFIG_SCHED_INFO); the clients' CPU wait cannot be measured here", threadSchedstatPath, err)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if _, err := readThreadCPU(procRoot); err != nil {
+		t.Skipf("%v (a kernel without CONFIG_SCHED_INFO?); the clients' CPU wait cannot be measured here", err)
 	}
 }
 
@@ -59,7 +83,7 @@ func TestDriveMeasuresTheClientsWaitForACPU(t *testing.T) {
 	if res.CPU.Wait < res.CPU.Run/2 {
 		t.Errorf("%d spinning clients on %d CPUs waited %v for a CPU against %v on one: want at least half as long", clients, runtime.NumCPU(), res.CPU.Wait, res.CPU.Run)
 	}
-	if notice := cpuWaitNotice("pread/random/seq/no-store", res); !strings.Contains(notice, "pread/random/seq/no-store: the clients waited for a CPU") {
+	if notice := cpuWaitNotice("pread/random/seq/no-store", summarize(res.OK).Mean, res); !strings.Contains(notice, "pread/random/seq/no-store: the clients waited for a CPU") {
 		t.Errorf("no notice for clients that waited %v against %v of latency: %q", res.CPU.Wait, time.Duration(res.OK.Mean()), notice)
 	}
 
@@ -67,7 +91,7 @@ func TestDriveMeasuresTheClientsWaitForACPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.CPUMeasured || cpuWaitNotice("x", res) != "" {
+	if res.CPUMeasured || cpuWaitNotice("x", summarize(res.OK).Mean, res) != "" {
 		t.Errorf("goroutine clients: CPU measured %v (%+v)", res.CPUMeasured, res.CPU)
 	}
 }
@@ -80,15 +104,15 @@ func TestCPUWaitNoticeThreshold(t *testing.T) {
 		}
 		return r
 	}
-	if n := cpuWaitNotice("pread/normal/seq/no-store", res(100*30*time.Microsecond)); !strings.Contains(n, "30µs per request on average, against a mean latency of 100µs") {
+	if n := cpuWaitNotice("pread/normal/seq/no-store", 0.1, res(100*30*time.Microsecond)); !strings.Contains(n, "30µs per request on average, against a mean latency of 100µs") {
 		t.Errorf("30 us of 100 us: %q", n)
 	}
-	if n := cpuWaitNotice("x", res(100*5*time.Microsecond)); n != "" {
+	if n := cpuWaitNotice("x", 0.1, res(100*5*time.Microsecond)); n != "" {
 		t.Errorf("5 us of 100 us is no notice: %q", n)
 	}
 	r := res(100 * 30 * time.Microsecond)
 	r.CPUMeasured = false
-	if n := cpuWaitNotice("x", r); n != "" {
+	if n := cpuWaitNotice("x", 0.1, r); n != "" {
 		t.Errorf("not measured: %q", n)
 	}
 }
