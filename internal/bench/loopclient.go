@@ -332,21 +332,26 @@ func (l *eventLoop) run(first, last int) error {
 	return nil
 }
 
-// spin polls the epoll set for up to loopSpin (once, while polling is
-// paused after finding nothing: loopSpin).
+// spin polls the epoll set for up to loopSpin. An event that is there at
+// the first poll says nothing of the polling: against a server that closes
+// every connection, a new connection's EPOLLOUT is there at once and the
+// answer after it is not, and counted as a hit it ended every run of misses
+// before the pause (against python3 -m http.server, 10-14 % of the loop's
+// CPU samples went to polling; 6 % counted so). While polling is paused it
+// polls once.
 func (l *eventLoop) spin(events []unix.EpollEvent) (int, error) {
+	if n, err := epollWait(l.ep, events, 0); n != 0 || err != nil {
+		return n, err
+	}
+	if l.spinPaused > 0 {
+		l.spinPaused--
+		return 0, nil
+	}
 	until := time.Now().Add(loopSpin)
-	for {
+	for time.Now().Before(until) {
 		if n, err := epollWait(l.ep, events, 0); n != 0 || err != nil {
 			l.spinMissed = 0
 			return n, err
-		}
-		if l.spinPaused > 0 {
-			l.spinPaused--
-			return 0, nil
-		}
-		if !time.Now().Before(until) {
-			break
 		}
 	}
 	if l.spinMissed++; l.spinMissed == spinMisses {

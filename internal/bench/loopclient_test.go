@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // scriptServer answers the i-th request it reads (over all connections)
@@ -463,5 +465,96 @@ func TestEventLoopLeavesAProcessorForTheProcess(t *testing.T) {
 	}
 	if p := runtime.GOMAXPROCS(0); p != 1 {
 		t.Errorf("GOMAXPROCS %d after the run, want the 1 it had", p)
+	}
+}
+
+// An event there at the first poll is neither a hit nor a miss of the
+// polling: misses go on counting through it, and spinMisses of them pause
+// the polling; an event that the polling finds ends a run of misses.
+func TestSpinCountsOnlyWhatThePollingFound(t *testing.T) {
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(ep)
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, p[0], &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(p[0])}); err != nil {
+		t.Fatal(err)
+	}
+	l := &eventLoop{ep: ep}
+	events := make([]unix.EpollEvent, 4)
+	spin := func() int {
+		t.Helper()
+		n, err := l.spin(events)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	ready := func(yes bool) {
+		t.Helper()
+		if yes {
+			unix.Write(p[1], []byte{1})
+			return
+		}
+		unix.Read(p[0], make([]byte, 16))
+	}
+	for i := 1; i < spinMisses; i++ {
+		if spin() != 0 || l.spinMissed != i {
+			t.Fatalf("after %d empty spins: spinMissed %d", i, l.spinMissed)
+		}
+	}
+	ready(true)
+	if spin() != 1 || l.spinMissed != spinMisses-1 {
+		t.Fatalf("an event there at once: spinMissed %d, want %d kept", l.spinMissed, spinMisses-1)
+	}
+	ready(false)
+	if spin() != 0 || l.spinPaused != spinPause || l.spinMissed != 0 {
+		t.Fatalf("miss %d: spinPaused %d, spinMissed %d; want %d and 0", spinMisses, l.spinPaused, l.spinMissed, spinPause)
+	}
+	// paused: one poll, no wait, and the pause counts down
+	start := time.Now()
+	if spin() != 0 || l.spinPaused != spinPause-1 {
+		t.Fatalf("paused: spinPaused %d, want %d", l.spinPaused, spinPause-1)
+	}
+	if d := time.Since(start); d >= loopSpin {
+		t.Errorf("a paused spin took %s, at least loopSpin %s: it polled", d, loopSpin)
+	}
+	// polling that finds an event (a timer that fires while it polls) ends
+	// the misses; on a loaded machine the timer may fire before the first
+	// poll: then try again
+	tfd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(tfd)
+	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, tfd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(tfd)}); err != nil {
+		t.Fatal(err)
+	}
+	ready(false)
+	l.spinPaused = 0
+	for attempt := 0; ; attempt++ {
+		if attempt == 100 {
+			t.Fatal("in 100 tries the timer never fired while the loop polled")
+		}
+		unix.Read(tfd, make([]byte, 8))
+		l.spinMissed = 2
+		in := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(loopSpin / 3))}
+		if err := unix.TimerfdSettime(tfd, 0, &in, nil); err != nil {
+			t.Fatal(err)
+		}
+		n := spin()
+		if n == 1 && l.spinMissed == 0 {
+			break
+		}
+		if !(n == 1 && l.spinMissed == 2) && !(n == 0 && l.spinMissed == 3) {
+			t.Fatalf("spin found %d events, spinMissed %d: want 1 and 0 (found by polling), 1 and 2 (there at once) or 0 and 3 (a miss)", n, l.spinMissed)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
