@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/prometheus/procfs"
 
 	"github.com/tbhost/tbhost/internal/execx"
 )
@@ -210,12 +211,24 @@ func BenchmarkRatioReplayVsWrk(b *testing.B) {
 	for _, srv := range []struct {
 		name  string
 		start func(*testing.B) string
-	}{{"keep-alive", startTrivialServer}, {"python-http.server", startPythonServer}} {
+		d     time.Duration // each client's run
+	}{
+		{"keep-alive", startTrivialServer, 3 * time.Second},
+		// python's listen backlog is 5: with 12 connections that reconnect
+		// for every request its accept queue overflows and the kernel drops
+		// SYNs, 20-25 in 3 s on the 2-CPU test machine, each a 1 s stall of
+		// its connection until the first retransmit. A third of the run's
+		// connection time went to them, and their count set the rate: pairs
+		// of 3 s runs gave 0.74-1.63. 10 s runs count four times as many,
+		// and their share varies half as much (docs/performance.md).
+		{"python-http.server", startPythonServer, 10 * time.Second},
+	} {
 		b.Run(srv.name, func(b *testing.B) {
 			url := srv.start(b)
-			d := 3 * time.Second
+			d := srv.d
 			var vsWrk, vsH2, wrkVsH2 [3][]float64 // rate, p50, p99
 			var last [3]clientResult              // replay, wrk, h2load
+			var drops [3]listenDrops              // in each client's runs
 			clientRuns := []func() clientResult{
 				func() clientResult { return runHarness(b, url, path, clients, d) },
 				func() clientResult { return runWrk(b, url+path, procsFor(clients), clients, d) },
@@ -230,7 +243,9 @@ func BenchmarkRatioReplayVsWrk(b *testing.B) {
 			for round := 0; round < 5; round++ {
 				for k := range clientRuns {
 					i := (round + k) % len(clientRuns)
+					before := readListenDrops(b)
 					last[i] = clientRuns[i]()
+					drops[i] = drops[i].add(readListenDrops(b).since(before))
 				}
 				h, w, h2 := last[0], last[1], last[2]
 				appendRatios(&vsWrk, h, w)
@@ -251,6 +266,8 @@ func BenchmarkRatioReplayVsWrk(b *testing.B) {
 			b.Logf("RATIO replay/wrk %s (%d connections, wrk -t%d): rate %.2f p50 %.2f p99 %.2f, at equal rate p50 %.2f p99 %.2f (median of 5 pairs; last pair replay %.0f req/s p50 %.3fms p99 %.3fms, wrk %.0f req/s p50 %.3fms p99 %.3fms, printed p99 %.3fms with its coordinated-omission phantoms; goal rate >= 1.0, p50 and p99 at most 1.10, p50 within 10%% at equal rate: latency x rate, as a closed loop's mean latency is its connections / its rate; p99 at equal rate is information: the tail's stalls do not shrink with the rate)",
 				srv.name, clients, procsFor(clients), rr, r50, r99, e50, e99, h.rate, h.p50, h.p99, w.rate, w.p50, w.p99, w.printedP99)
 			b.Logf("pairs replay/wrk %s: rate %s, p99 %s, p99 at equal rate %s", srv.name, fmtRatios(vsWrk[0]), fmtRatios(vsWrk[2]), fmtRatios(eq99))
+			b.Logf("listen drops %s (this network namespace, in 5 runs of %s each): replay %s, wrk %s, h2load %s (a dropped SYN stalls its connection 1 s, until the kernel's first retransmit)",
+				srv.name, d, drops[0], drops[1], drops[2])
 			if withH2load {
 				b.ReportMetric(median(vsH2[2]), "p99-ratio-h2load")
 				b.Logf("RATIO replay/h2load %s (%d connections, h2load -t1): rate %.2f p50 %.2f p99 %.2f; wrk/h2load p99 %.2f (median of 5 rounds; last round h2load %.0f req/s p50 %.3fms p99 %.3fms; information: a third client's p99, in microseconds from its per-request log)",
@@ -339,4 +356,40 @@ func TestAtEqualRate(t *testing.T) {
 			}
 		}
 	}
+}
+
+// listenDrops are the TCP counters of a listen queue that overflowed:
+// connection attempts the kernel dropped (TcpExt ListenOverflows) and the
+// SYNs it sent again (TcpExt TCPSynRetrans).
+type listenDrops struct{ overflows, synRetrans float64 }
+
+func (d listenDrops) String() string {
+	return fmt.Sprintf("%.0f overflows, %.0f SYN retransmits", d.overflows, d.synRetrans)
+}
+
+func (d listenDrops) add(o listenDrops) listenDrops {
+	return listenDrops{d.overflows + o.overflows, d.synRetrans + o.synRetrans}
+}
+
+func (d listenDrops) since(before listenDrops) listenDrops {
+	return listenDrops{d.overflows - before.overflows, d.synRetrans - before.synRetrans}
+}
+
+// readListenDrops reads this process's network namespace's counters from
+// /proc/self/net/netstat (both clients and the server share it).
+func readListenDrops(b testing.TB) listenDrops {
+	b.Helper()
+	p, err := procfs.Self()
+	if err == nil {
+		var n procfs.ProcNetstat
+		if n, err = p.Netstat(); err == nil {
+			if n.ListenOverflows == nil || n.TCPSynRetrans == nil {
+				err = errors.New("no ListenOverflows or TCPSynRetrans in TcpExt")
+			} else {
+				return listenDrops{*n.ListenOverflows, *n.TCPSynRetrans}
+			}
+		}
+	}
+	b.Fatalf("reading /proc/self/net/netstat: %v", err)
+	return listenDrops{}
 }
