@@ -216,11 +216,12 @@ func BenchmarkRatioReplayVsWrk(b *testing.B) {
 		{"keep-alive", startTrivialServer, 3 * time.Second},
 		// python's listen backlog is 5: with 12 connections that reconnect
 		// for every request its accept queue overflows and the kernel drops
-		// SYNs, 20-25 in 3 s on the 2-CPU test machine, each a 1 s stall of
-		// its connection until the first retransmit. A third of the run's
-		// connection time went to them, and their count set the rate: pairs
-		// of 3 s runs gave 0.74-1.63. 10 s runs count four times as many,
-		// and their share varies half as much (docs/performance.md).
+		// SYNs, ~12 retransmitted per 3 s run on the 2-CPU test machine,
+		// each a 1 s stall of its connection until the retransmit. A third
+		// of the run's connection time went to them, and their count set
+		// the rate: pairs of 3 s runs gave 0.74-1.63. 10 s runs count over
+		// three times as many, and their share varies about half as much
+		// (docs/performance.md).
 		{"python-http.server", startPythonServer, 10 * time.Second},
 	} {
 		b.Run(srv.name, func(b *testing.B) {

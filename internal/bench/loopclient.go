@@ -336,8 +336,8 @@ func (l *eventLoop) run(first, last int) error {
 // the first poll says nothing of the polling: against a server that closes
 // every connection, a new connection's EPOLLOUT is there at once and the
 // answer after it is not, and counted as a hit it ended every run of misses
-// before the pause (against python3 -m http.server, 10-14 % of the loop's
-// CPU samples went to polling; 6 % counted so). While polling is paused it
+// before the pause (against python3 -m http.server, 10-14 % of the replay's
+// perf samples went to polling; 6 % counted so). While polling is paused it
 // polls once.
 func (l *eventLoop) spin(events []unix.EpollEvent) (int, error) {
 	if n, err := epollWait(l.ep, events, 0); n != 0 || err != nil {
