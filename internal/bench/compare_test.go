@@ -381,16 +381,15 @@ func (d listenDrops) since(before listenDrops) listenDrops {
 func readListenDrops(b testing.TB) listenDrops {
 	b.Helper()
 	p, err := procfs.Self()
-	if err == nil {
-		var n procfs.ProcNetstat
-		if n, err = p.Netstat(); err == nil {
-			if n.ListenOverflows == nil || n.TCPSynRetrans == nil {
-				err = errors.New("no ListenOverflows or TCPSynRetrans in TcpExt")
-			} else {
-				return listenDrops{*n.ListenOverflows, *n.TCPSynRetrans}
-			}
-		}
+	if err != nil {
+		b.Fatalf("reading /proc/self: %v", err)
 	}
-	b.Fatalf("reading /proc/self/net/netstat: %v", err)
-	return listenDrops{}
+	n, err := p.Netstat()
+	if err != nil {
+		b.Fatalf("reading /proc/self/net/netstat: %v", err)
+	}
+	if n.ListenOverflows == nil || n.TCPSynRetrans == nil {
+		b.Fatal("/proc/self/net/netstat: no ListenOverflows or TCPSynRetrans in TcpExt")
+	}
+	return listenDrops{*n.ListenOverflows, *n.TCPSynRetrans}
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -517,13 +518,20 @@ func TestSpinCountsOnlyWhatThePollingFound(t *testing.T) {
 	if spin() != 0 || l.spinPaused != spinPause || l.spinMissed != 0 {
 		t.Fatalf("miss %d: spinPaused %d, spinMissed %d; want %d and 0", spinMisses, l.spinPaused, l.spinMissed, spinPause)
 	}
-	// paused: one poll, no wait, and the pause counts down
-	start := time.Now()
-	if spin() != 0 || l.spinPaused != spinPause-1 {
-		t.Fatalf("paused: spinPaused %d, want %d", l.spinPaused, spinPause-1)
+	// paused: one poll, no wait, and the pause counts down. A spin that
+	// polled would take loopSpin every time; one that does not is quicker
+	// at least once in 20 (a single one may be descheduled on a loaded
+	// machine)
+	fastest := time.Duration(math.MaxInt64)
+	for i := 1; i <= 20; i++ {
+		start := time.Now()
+		if spin() != 0 || l.spinPaused != spinPause-i || l.spinMissed != 0 {
+			t.Fatalf("paused spin %d: spinPaused %d, spinMissed %d; want %d and 0", i, l.spinPaused, l.spinMissed, spinPause-i)
+		}
+		fastest = min(fastest, time.Since(start))
 	}
-	if d := time.Since(start); d >= loopSpin {
-		t.Errorf("a paused spin took %s, at least loopSpin %s: it polled", d, loopSpin)
+	if fastest >= loopSpin {
+		t.Errorf("the quickest of 20 paused spins took %s, at least loopSpin %s: they polled", fastest, loopSpin)
 	}
 	// polling that finds an event (a timer that fires while it polls) ends
 	// the misses; on a loaded machine the timer may fire before the first
