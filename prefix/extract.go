@@ -327,6 +327,7 @@ func extractAll(ctx context.Context, todo []Parsed, opt ExtractOptions, prog Pro
 	results := make(chan extractResult)
 	go func() {
 		defer close(results)
+		env := newCopyEnv(opt.Store)
 		var copies, finishers errgroup.Group
 		copies.SetLimit(clampJobs(opt.Jobs))
 		finishers.SetLimit(clampJobs(opt.Jobs))
@@ -336,7 +337,7 @@ func extractAll(ctx context.Context, todo []Parsed, opt ExtractOptions, prog Pro
 			}
 			copies.Go(func() error {
 				bufs := chunkPool.Get().(*chunks)
-				c, n, err := copyPrefix(ctx, p, opt.Store, opt.uptoFor(p.Name), bufs, prog)
+				c, n, err := copyPrefix(ctx, p, env, opt.uptoFor(p.Name), bufs, prog)
 				chunkPool.Put(bufs)
 				if err != nil {
 					results <- extractResult{p: p, read: n, err: err}
@@ -481,6 +482,7 @@ func (c *countWriter) Write(p []byte) (int, error) {
 // copied is a prefix streamed into its temporary file and checked, not yet
 // durable: finish makes it so and renames it into place.
 type copied struct {
+	env        *copyEnv
 	p          Parsed
 	upto       Upto
 	src, out   *os.File
@@ -490,17 +492,44 @@ type copied struct {
 	sum        []byte
 }
 
+// copyEnv is what every copy of one extract shares: the store, the working
+// directory (for the manifest's absolute source paths) and the readahead of
+// the tables' devices, each looked up once rather than once a table.
+type copyEnv struct {
+	store      string
+	cwd        string
+	cwdErr     error
+	readaheads readaheads
+}
+
+func newCopyEnv(store string) *copyEnv {
+	cwd, err := os.Getwd()
+	return &copyEnv{store: store, cwd: cwd, cwdErr: err}
+}
+
+// abs is filepath.Abs(path) with the working directory read once.
+func (e *copyEnv) abs(path string) (string, error) {
+	if filepath.IsAbs(path) {
+		return filepath.Clean(path), nil
+	}
+	if e.cwdErr != nil {
+		return "", fmt.Errorf("absolute path of %s: %w", path, e.cwdErr)
+	}
+	return filepath.Join(e.cwd, path), nil
+}
+
 // copyPrefix copies one prefix into the store's temporary file, checking it
 // against the header as it streams. On error nothing is left behind; it
 // returns the bytes read either way.
-func copyPrefix(ctx context.Context, p Parsed, store string, upto Upto, bufs *chunks, prog Progress) (*copied, int64, error) {
+func copyPrefix(ctx context.Context, p Parsed, env *copyEnv, upto Upto, bufs *chunks, prog Progress) (*copied, int64, error) {
+	store := env.store
 	l := p.Layout
 	plen := l.PrefixLen(upto)
 	final := PrefixPath(store, p.Name)
 	if err := checkReplaceable(final); err != nil {
 		return nil, 0, err
 	}
-	src, err := os.Open(p.Path)
+	src, err := openFile(p.Path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, 0, fmt.Errorf("open table: %w", err)
 	}
@@ -514,7 +543,7 @@ func copyPrefix(ctx context.Context, p Parsed, store string, upto Upto, bufs *ch
 		return nil, 0, fmt.Errorf("table changed since its header was read (size %d, now %d)", l.Size, before.Size())
 	}
 	tmp := filepath.Join(store, tmpName(p.Name))
-	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	out, err := openFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		src.Close()
 		return nil, 0, fmt.Errorf("create %s: %w", tmp, err)
@@ -529,7 +558,7 @@ func copyPrefix(ctx context.Context, p Parsed, store string, upto Upto, bufs *ch
 	check := l.NewChecker()
 	cw := &countWriter{prog: prog}
 	// the prefix range, nothing past it
-	rr := newRangeReader(src, plen).streamHead(readaheadBytes(src))
+	rr := newRangeReader(src, plen).streamHead(env.readaheads.of(before))
 	n, err := copyAndDigest(ctx, &writebackFile{f: out}, rr, io.MultiWriter(h, check, cw), bufs)
 	rr.Close()
 	if err != nil {
@@ -541,7 +570,7 @@ func copyPrefix(ctx context.Context, p Parsed, store string, upto Upto, bufs *ch
 	if err := check.Close(); err != nil {
 		return fail(n, err)
 	}
-	return &copied{p: p, upto: upto, src: src, out: out, tmp: tmp, final: final, before: before, n: n, sum: h.Sum(nil)}, n, nil
+	return &copied{env: env, p: p, upto: upto, src: src, out: out, tmp: tmp, final: final, before: before, n: n, sum: h.Sum(nil)}, n, nil
 }
 
 // finish fsyncs the temporary file, checks the table did not change while
@@ -568,9 +597,9 @@ func (c *copied) finish() (ManifestEntry, int64, error) {
 		os.Remove(c.tmp)
 		return ManifestEntry{}, n, fmt.Errorf("rename into %s: %w", c.final, err)
 	}
-	abs, err := filepath.Abs(c.p.Path)
+	abs, err := c.env.abs(c.p.Path)
 	if err != nil {
-		return ManifestEntry{}, n, fmt.Errorf("absolute path of %s: %w", c.p.Path, err)
+		return ManifestEntry{}, n, err
 	}
 	return ManifestEntry{
 		Name: c.p.Name, Source: abs, Size: c.before.Size(), MtimeNS: mtimeNS(c.before),

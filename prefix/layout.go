@@ -197,7 +197,7 @@ func openTable(path string) (*os.File, int64, error) {
 	if !st.Mode().IsRegular() {
 		return nil, 0, &FileError{Path: path, Err: fmt.Errorf("%w: %w: a %s; a table must be a file (or a symlink to one)", ErrSize, ErrNotRegular, sysread.FileKind(st.Mode()))}
 	}
-	f, err := os.Open(path)
+	f, err := openFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, 0, fmt.Errorf("open table: %w", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"runtime/debug"
 	"strconv"
+	"sync"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -24,6 +26,28 @@ import (
 // readAhead is how far past the current read the prefix reader asks the
 // kernel to fetch: two chunks, so one is in flight while one is consumed.
 const readAhead = 2 * digestChunk
+
+// openFile opens path as os.OpenFile does (close-on-exec, EINTR retried,
+// errors as *os.PathError), minus the runtime's attempt to put the
+// descriptor into its network poller: on Linux os.OpenFile tries epoll on
+// every file, and for a regular file that fails (EPERM) after switching the
+// descriptor to non-blocking mode and back, four system calls that do
+// nothing. os.NewFile checks the mode with one. Extract opens three files a
+// table (and parses headers through a fourth open); where a system call
+// costs a microsecond (a guest whose kernel runs behind a hypervisor's
+// traps, as on the benchmark host) the wasted ones were a sizeable part of
+// its CPU time on many small prefixes (issue 16).
+func openFile(path string, flag int, perm os.FileMode) (*os.File, error) {
+	for {
+		fd, err := unix.Open(path, flag|unix.O_CLOEXEC, uint32(perm.Perm()))
+		if err == nil {
+			return os.NewFile(uintptr(fd), path), nil
+		}
+		if err != unix.EINTR {
+			return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		}
+	}
+}
 
 // adviseRandom turns off the kernel's readahead for f (advice only: a file
 // system that ignores it is still read correctly).
@@ -179,8 +203,13 @@ func readaheadBytes(f *os.File) int64 {
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return 0
 	}
-	dev := fmt.Sprintf("/sys/dev/block/%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev))
-	for _, q := range []string{dev + "/queue/read_ahead_kb", dev + "/../queue/read_ahead_kb"} {
+	return deviceReadahead(st.Dev)
+}
+
+// deviceReadahead is readaheadBytes for the device numbered dev.
+func deviceReadahead(dev uint64) int64 {
+	base := fmt.Sprintf("/sys/dev/block/%d:%d", unix.Major(dev), unix.Minor(dev))
+	for _, q := range []string{base + "/queue/read_ahead_kb", base + "/../queue/read_ahead_kb"} {
 		b, err := os.ReadFile(q)
 		if err != nil {
 			continue
@@ -192,6 +221,34 @@ func readaheadBytes(f *os.File) int64 {
 		return kb << 10
 	}
 	return 0
+}
+
+// readaheads remembers each device's readahead window for one extract:
+// reading it from sysfs took about ten system calls, made for every table.
+type readaheads struct {
+	mu    sync.Mutex
+	bytes map[uint64]int64 // by device number
+}
+
+// of is the readahead window of the device holding the file st describes
+// (an os.FileInfo of an open file), or 0 where it is not known.
+func (r *readaheads) of(st os.FileInfo) int64 {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0
+	}
+	dev := uint64(sys.Dev) // not uint64 on every platform
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n, ok := r.bytes[dev]; ok {
+		return n
+	}
+	if r.bytes == nil {
+		r.bytes = map[uint64]int64{}
+	}
+	n := deviceReadahead(dev)
+	r.bytes[dev] = n
+	return n
 }
 
 // procSelfIO is where the kernel counts this process's I/O.

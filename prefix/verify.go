@@ -252,7 +252,7 @@ func uptoOf(s string) Upto {
 // hashAndCheck hashes a prefix file and checks it against the header it
 // carries (parsed with the recorded table size).
 func hashAndCheck(ctx context.Context, path, name string, e ManifestEntry) (string, int64, error) {
-	f, err := os.Open(path)
+	f, err := openFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return "", 0, fmt.Errorf("open prefix: %w", err)
 	}
@@ -286,7 +286,7 @@ func hashSection(ctx context.Context, r io.Reader, digest io.Writer) (int64, err
 
 // hashPrefix hashes the first n bytes of a file.
 func hashPrefix(ctx context.Context, path string, n int64) (string, int64, error) {
-	f, err := os.Open(path)
+	f, err := openFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return "", 0, err
 	}
@@ -305,12 +305,12 @@ func hashPrefix(ctx context.Context, path string, n int64) (string, int64, error
 
 // sameBytes compares the first n bytes of two files.
 func sameBytes(a, b string, n int64) (bool, int64, error) {
-	fa, err := os.Open(a)
+	fa, err := openFile(a, os.O_RDONLY, 0)
 	if err != nil {
 		return false, 0, err
 	}
 	defer fa.Close()
-	fb, err := os.Open(b)
+	fb, err := openFile(b, os.O_RDONLY, 0)
 	if err != nil {
 		return false, 0, err
 	}
