@@ -33,10 +33,11 @@ const readAhead = 2 * digestChunk
 // every file, and for a regular file that fails (EPERM) after switching the
 // descriptor to non-blocking mode and back, four system calls that do
 // nothing. os.NewFile checks the mode with one. Extract opens three files a
-// table (and parses headers through a fourth open); where a system call
-// costs a microsecond (a guest whose kernel runs behind a hypervisor's
-// traps, as on the benchmark host) the wasted ones were a sizeable part of
-// its CPU time on many small prefixes (issue 16).
+// table (the table for its header, again for its prefix, and the temporary
+// prefix file); where a system call costs a microsecond (a guest whose
+// kernel runs behind a hypervisor's traps, as on the benchmark host) the
+// wasted ones were a sizeable part of its CPU time on many small prefixes
+// (issue 16).
 func openFile(path string, flag int, perm os.FileMode) (*os.File, error) {
 	for {
 		fd, err := unix.Open(path, flag|unix.O_CLOEXEC, uint32(perm.Perm()))
@@ -92,7 +93,7 @@ const minStreamHead = 4 << 20
 
 // streamHead turns on the head of the range read through the kernel's
 // readahead (see rangeReader), where f's device's readahead is known
-// (readaheadBytes) and the range is long enough; f must not have been
+// (deviceReadahead) and the range is long enough; f must not have been
 // advised random. It returns r.
 func (r *rangeReader) streamHead(readahead int64) *rangeReader {
 	margin := 2*readahead + readAhead // two windows, and two chunks for a window rounded up to large folios
@@ -195,18 +196,10 @@ func (r *rangeReader) readTail(p []byte) (n int, ok bool, err error) {
 	return n, true, nil
 }
 
-// readaheadBytes is the kernel's readahead window for files on f's block
-// device (read_ahead_kb of its queue, or of its disk's for a partition), or
-// 0 where it is not found (a file system without one block device).
-func readaheadBytes(f *os.File) int64 {
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return 0
-	}
-	return deviceReadahead(st.Dev)
-}
-
-// deviceReadahead is readaheadBytes for the device numbered dev.
+// deviceReadahead is the kernel's readahead window for files on the block
+// device numbered dev (read_ahead_kb of its queue, or of its disk's for a
+// partition), or 0 where it is not found (a file system without one block
+// device).
 func deviceReadahead(dev uint64) int64 {
 	base := fmt.Sprintf("/sys/dev/block/%d:%d", unix.Major(dev), unix.Minor(dev))
 	for _, q := range []string{base + "/queue/read_ahead_kb", base + "/../queue/read_ahead_kb"} {

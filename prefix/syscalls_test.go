@@ -3,12 +3,11 @@ package prefix
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"testing"
 
+	"github.com/tbhost/tbhost/internal/stracetest"
 	"github.com/tbhost/tbhost/prefix/prefixtest"
 )
 
@@ -62,10 +61,6 @@ func TestHelperExtractAndVerify(t *testing.T) {
 // verify --full: epoll_ctl calls stay a few a run (not a table), read_ahead_kb
 // is read once a device, the working directory (stat of ".") once a run.
 func TestExtractSystemCallsDoNotGrowWithWaste(t *testing.T) {
-	strace, err := exec.LookPath("strace")
-	if err != nil {
-		t.Skip("strace not installed (Debian package strace; .ci/install-deps installs it); skipping the system-call count")
-	}
 	const n = 40
 	dir := t.TempDir()
 	tables := filepath.Join(dir, "tables")
@@ -79,24 +74,7 @@ func TestExtractSystemCallsDoNotGrowWithWaste(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	trace := filepath.Join(t.TempDir(), "trace")
-	cmd := exec.Command(strace, "-f", "-qq", "-e", "trace=epoll_ctl,openat,newfstatat", "-o", trace,
-		os.Args[0], "-test.run=^TestHelperExtractAndVerify$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), syscallsHelperEnv+"="+tables)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		if strings.Contains(string(out), "ptrace") {
-			t.Skipf("strace cannot trace here: %s", out)
-		}
-		t.Fatalf("helper under strace: %v\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "--- PASS: TestHelperExtractAndVerify") {
-		t.Fatalf("the helper did not run:\n%s", out)
-	}
-	calls, err := os.ReadFile(trace)
-	if err != nil {
-		t.Fatal(err)
-	}
+	calls := stracetest.Trace(t, "epoll_ctl,openat,newfstatat", "TestHelperExtractAndVerify", syscallsHelperEnv+"="+tables)
 	count := func(re string) int { return len(regexp.MustCompile(re).FindAll(calls, -1)) }
 	if opens := count(`openat\([^\n]*\.rtb[wz]"`); opens < 3*n {
 		t.Fatalf("%d opens of the %d tables traced, want at least %d (parse, copy, verify): is the trace whole?\n%s", opens, n, 3*n, calls)

@@ -7,12 +7,11 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/tbhost/tbhost/internal/stracetest"
 )
 
 const dialHelperEnv = "TBHOST_BENCH_DIAL_HELPER_URL"
@@ -59,10 +58,6 @@ func TestHelperReplayDials(t *testing.T) {
 // strace (skips without it): the 40 dials of the helper (goroutine client
 // and event loop) make 40 connects to the server's port and no bind.
 func TestDialDoesNotBind(t *testing.T) {
-	strace, err := exec.LookPath("strace")
-	if err != nil {
-		t.Skip("strace not installed (Debian package strace; .ci/install-deps installs it); skipping the bind check")
-	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "close")
 		w.Write([]byte("{}\n"))
@@ -70,21 +65,7 @@ func TestDialDoesNotBind(t *testing.T) {
 	defer srv.Close()
 	u, _ := url.Parse(srv.URL)
 	for _, target := range []string{srv.URL, "http://localhost:" + u.Port()} {
-		trace := filepath.Join(t.TempDir(), "trace")
-		cmd := exec.Command(strace, "-f", "-qq", "-e", "trace=bind,connect", "-o", trace,
-			os.Args[0], "-test.run=^TestHelperReplayDials$", "-test.count=1")
-		cmd.Env = append(os.Environ(), dialHelperEnv+"="+target)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			if strings.Contains(string(out), "ptrace") {
-				t.Skipf("strace cannot trace here: %s", out)
-			}
-			t.Fatalf("helper under strace: %v\n%s", err, out)
-		}
-		calls, err := os.ReadFile(trace)
-		if err != nil {
-			t.Fatal(err)
-		}
+		calls := stracetest.Trace(t, "bind,connect", "TestHelperReplayDials", dialHelperEnv+"="+target)
 		connects := regexp.MustCompile(fmt.Sprintf(`connect\(\d+, \{sa_family=AF_INET6?, sin6?_port=htons\(%s\)`, u.Port())).FindAll(calls, -1)
 		binds := regexp.MustCompile(`\bbind\(`).FindAll(calls, -1)
 		if len(connects) < 40 {
