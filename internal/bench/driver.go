@@ -43,6 +43,13 @@ type Load struct {
 	// with OSThreads should not overlap (a later restore undoes an
 	// earlier raise; measurements suffer, results stay correct).
 	OSThreads bool
+	// SplitEvenly gives every client its own share of the requests,
+	// Requests/Clients (the first Requests%Clients clients one more), and
+	// a client stops when it has made its share, as each of fio's jobs
+	// makes its own --number_ios; without it a client takes the next
+	// request number until Requests are issued, and all clients stay busy
+	// to the end. Closed loop only (Rate 0, no Schedule).
+	SplitEvenly bool
 }
 
 // Validate checks the load for nonsense values and names the flag at fault.
@@ -65,6 +72,8 @@ func (l Load) Validate() error {
 		return fmt.Errorf("--rate %g: must not be negative (0 = closed loop)", l.Rate)
 	case l.Schedule != nil && l.Rate > 0:
 		return fmt.Errorf("--rate and a timed log's schedule exclude each other: give --speed 0 to ignore the log's timestamps, or leave out --rate")
+	case l.SplitEvenly && (l.Rate > 0 || l.Schedule != nil):
+		return fmt.Errorf("internal: a load split evenly between its clients is a closed loop: no rate, no schedule")
 	case l.Schedule != nil && int64(len(l.Schedule)) != l.Requests:
 		return fmt.Errorf("schedule of %d send times for %d requests", len(l.Schedule), l.Requests)
 	}
@@ -215,7 +224,15 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 					}()
 				}
 			}
+			share, made := load.Requests/int64(load.Clients), int64(0)
+			if int64(client) < load.Requests%int64(load.Clients) {
+				share++
+			}
 			for ctx.Err() == nil {
+				if load.SplitEvenly && made == share {
+					return nil
+				}
+				made++
 				seq := next.Add(1) - 1
 				if seq >= load.Requests {
 					return nil

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,8 @@ func TestLoadValidateNamesTheFlag(t *testing.T) {
 		{Clients: 1, Requests: 0},
 		{Clients: 1, Requests: 10, Warmup: 10},
 		{Clients: 1, Requests: 10, Rate: -1},
+		{Clients: 2, Requests: 10, Rate: 100, SplitEvenly: true},
+		{Clients: 2, Requests: 2, Schedule: []time.Duration{0, 1}, SplitEvenly: true},
 	} {
 		if err := l.Validate(); err == nil {
 			t.Errorf("%+v: accepted", l)
@@ -49,6 +52,47 @@ func TestDriveWarmupExcludedAndHistogramsMerged(t *testing.T) {
 	}
 	if res.Probes != 148*2+2 || res.SlowReads != 148*3 {
 		t.Errorf("probes %d slow %d", res.Probes, res.SlowReads)
+	}
+}
+
+// Split evenly, every client makes its own share of the requests however
+// slow it is, as each fio job makes its --number_ios; otherwise the fast
+// clients take what a slow one leaves.
+func TestDriveSplitEvenly(t *testing.T) {
+	run := func(split bool) ([]int64, map[int64]bool) {
+		var mu sync.Mutex
+		made := make([]int64, 5)
+		seqs := map[int64]bool{}
+		_, err := Drive(context.Background(), Load{Clients: 5, Requests: 23, SplitEvenly: split},
+			func(_ context.Context, client int, seq int64) Outcome {
+				if client == 0 {
+					time.Sleep(20 * time.Millisecond)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				made[client]++
+				if seqs[seq] {
+					t.Errorf("request %d made twice", seq)
+				}
+				seqs[seq] = true
+				return Outcome{}
+			}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return made, seqs
+	}
+	made, seqs := run(true)
+	if want := []int64{5, 5, 5, 4, 4}; fmt.Sprint(made) != fmt.Sprint(want) {
+		t.Errorf("split evenly: clients made %v requests, want %v", made, want)
+	}
+	for seq := int64(0); seq < 23; seq++ {
+		if !seqs[seq] {
+			t.Errorf("split evenly: request %d never made", seq)
+		}
+	}
+	if made, _ = run(false); made[0] >= 4 {
+		t.Errorf("not split: the slow client made %d of 23 requests (%v), the fast ones should have taken most of its share", made[0], made)
 	}
 }
 
