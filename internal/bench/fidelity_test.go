@@ -109,9 +109,9 @@ func harnessRandRead(tb testing.TB, file string, how IO, n int, cold bool) pcts 
 	// its --number_ios: fio's jobs end at different times (job runtimes
 	// 332-401 ms in one cold run), so the end of its run has fewer reads
 	// in flight. With one shared count all twelve clients stayed busy to
-	// the end, and the harness's
-	// cold mmap p99 was 1.17-1.40x fio's against 1.00-1.13x split evenly
-	// in three series of 12 rounds (pread 1.07-1.21 either way).
+	// the end, and the harness's cold mmap p99 was 1.17-1.40x fio's
+	// against 1.00-1.13x split evenly in three series of 12 rounds (pread
+	// 1.07-1.21 either way).
 	res, err := Drive(context.Background(), probeLoad(Load{Clients: fidelityClients, Requests: int64(n), SplitEvenly: true}), func(_ context.Context, c int, seq int64) Outcome {
 		if _, err := rs[c].ReadAt(bufs[c], offsets[seq]); err != nil {
 			return Outcome{Err: err}
