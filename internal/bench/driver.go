@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -224,15 +225,7 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 					}()
 				}
 			}
-			share, made := load.Requests/int64(load.Clients), int64(0)
-			if int64(client) < load.Requests%int64(load.Clients) {
-				share++
-			}
-			for ctx.Err() == nil {
-				if load.SplitEvenly && made == share {
-					return nil
-				}
-				made++
+			for made, limit := int64(0), load.clientLimit(client); made < limit && ctx.Err() == nil; made++ {
 				seq := next.Add(1) - 1
 				if seq >= load.Requests {
 					return nil
@@ -274,6 +267,21 @@ func Drive(ctx context.Context, load Load, op Op, observe Observer) (*Result, er
 	}
 	g.Wait()
 	return collect(ctx, load, stats, start, time.Now()), nil
+}
+
+// clientLimit is how many requests client may make: its share when the
+// load is split evenly, Requests/Clients and one more for the first
+// Requests%Clients clients; otherwise no limit of its own (the shared
+// count stops it).
+func (l Load) clientLimit(client int) int64 {
+	if !l.SplitEvenly {
+		return math.MaxInt64
+	}
+	share := l.Requests / int64(l.Clients)
+	if int64(client) < l.Requests%int64(l.Clients) {
+		share++
+	}
+	return share
 }
 
 // reportProgress calls load.Progress about once a second with done's
