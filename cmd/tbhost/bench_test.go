@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/tbhost/tbhost/internal/bench"
 	"github.com/tbhost/tbhost/internal/cliutil"
 	"github.com/tbhost/tbhost/internal/realdata"
@@ -145,5 +147,46 @@ func TestBenchReplayCLI(t *testing.T) {
 	fails, err := os.ReadFile(filepath.Join(out, "failures.csv"))
 	if err != nil || strings.Count(string(fails), "\n") != 501 {
 		t.Errorf("failures.csv: %v, %d lines (want header + 500)", err, strings.Count(string(fails), "\n"))
+	}
+}
+
+// Under a limit on open files too low for the tables, bench probe --io
+// pread is refused before it opens them, exit 3, with the fix; --matrix
+// is refused before it extracts its temporary store; --io mmap runs.
+func TestBenchProbeRefusesOverTheOpenFileLimit(t *testing.T) {
+	tables := realdata.CopyTables(t) // 30 tables
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	saved := lim
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("cannot count this process's descriptors: %v", err)
+	}
+	// room for 24 more open files: not the 30 tables, with mmap two and the slack
+	lim.Cur = uint64(len(ents) + 24)
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Setrlimit(unix.RLIMIT_NOFILE, &saved) })
+
+	for _, args := range [][]string{
+		{"bench", "probe", "--tables", tables, "--requests", "20", "--warmup", "5", "--clients", "2", "--cache", "keep"},
+		{"bench", "probe", "--tables", tables, "--matrix", "--requests", "20", "--warmup", "5", "--clients", "2", "--cache", "keep"},
+	} {
+		code, _, stderr := runTB(t, nil, args...)
+		if code != cliutil.ExitCannotRun || !strings.Contains(stderr, "30 tables need about") || !strings.Contains(stderr, "ulimit -n 1024") {
+			t.Errorf("%v with room for 24 more open files: exit %d, stderr %q", args[3:], code, stderr)
+		}
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+		t.Errorf("the refused --matrix left %d entries in TMPDIR (a temporary store extracted before the refusal?)", len(ents))
+	}
+	code, stdout, stderr := runTB(t, nil, "bench", "probe", "--tables", tables, "--io", "mmap", "--requests", "20", "--warmup", "5", "--clients", "2", "--cache", "keep")
+	if code != 0 {
+		t.Errorf("--io mmap under the same limit: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tbhost/tbhost/prefix"
 )
 
 // ProbeConfig is one configuration of bench probe.
@@ -91,6 +93,9 @@ func RunProbes(ctx context.Context, o ProbeOptions) (*Report, error) {
 	rep := &Report{Command: "probe", Started: time.Now().UTC(), Clients: o.Load.Clients, Rate: o.Load.Rate,
 		Tables: &info, Mix: &mix, Weight: &w, Seed: o.Seed}
 	rep.Notices = append(rep.Notices, o.Set.Notices...)
+	if err := o.Set.CheckOpenFiles(o.Configs); err != nil {
+		return nil, err
+	}
 	for i, c := range o.Configs {
 		if o.Progress != nil {
 			o.Progress(i, len(o.Configs), c)
@@ -171,17 +176,43 @@ func ownThreadReads(l Load, c ProbeConfig) bool {
 
 // open opens every table for configuration c: through the prefix store
 // when c.Store is set. It returns the readers, what to close, and the files
-// whose cache matters.
+// whose cache matters. A configuration whose open files would not fit
+// under the process's limit is refused before the first open
+// (checkOpenFiles).
 func (s *TableSet) open(c ProbeConfig, ownThreads bool) ([]tableReader, []io.Closer, []string, error) {
+	if err := checkOpenFiles(c, len(s.tables), openFileUse()); err != nil {
+		return nil, nil, nil, err
+	}
+	return s.openAll(c, ownThreads)
+}
+
+// openAll is open without the check first; where the opens meet the
+// limit anyway (descriptors opened meanwhile, the system's own limit), the
+// error says how to raise it.
+func (s *TableSet) openAll(c ProbeConfig, ownThreads bool) ([]tableReader, []io.Closer, []string, error) {
+	limitHit := func(err error) error {
+		if tooManyOpenFiles(err) {
+			return fmt.Errorf("%w: %s", err, openFilesFix(uint64(openFilesFor(c, len(s.tables))+openFilesSlack)))
+		}
+		return err
+	}
+	var store *prefix.Store
+	if c.Store != "" {
+		var err error
+		// the manifest once for all tables, not once a table
+		if store, err = prefix.OpenStore(c.Store); err != nil {
+			return nil, nil, nil, limitHit(fmt.Errorf("prefix store: %w", err))
+		}
+	}
 	var readers []tableReader
 	var closers []io.Closer
 	var files []string
 	for _, t := range s.tables {
-		if c.Store != "" {
-			tr, cls, fs, err := openThroughStore(t, c.Store, c.IO, c.Advise, ownThreads)
+		if store != nil {
+			tr, cls, fs, err := openThroughStore(t, store, c.IO, c.Advise, ownThreads)
 			closers = append(closers, cls...)
 			if err != nil {
-				return nil, closers, nil, err
+				return nil, closers, nil, limitHit(err)
 			}
 			readers = append(readers, tr)
 			files = append(files, fs...)
@@ -189,7 +220,7 @@ func (s *TableSet) open(c ProbeConfig, ownThreads bool) ([]tableReader, []io.Clo
 		}
 		r, cl, err := openFile(t.Path, c.IO, c.Advise, ownThreads)
 		if err != nil {
-			return nil, closers, nil, err
+			return nil, closers, nil, limitHit(err)
 		}
 		closers = append(closers, cl)
 		files = append(files, t.Path)

@@ -7,18 +7,21 @@ import (
 	"github.com/tbhost/tbhost/prefix"
 )
 
-// openThroughStore opens table t through the prefix store in dir with the
+// openThroughStore opens table t through the prefix store with the
 // prefix package, which refuses stale, truncated or foreign prefixes. pread
 // without advice on shared processors uses prefix.Reader as is. Otherwise both files are opened
 // here, so the advice lands on the descriptors (or mappings) that do the
 // reads (POSIX_FADV_RANDOM is per open file), and reads are split at the
 // same boundary by prefix.SplitReaderAt. ownThreads is openFile's.
-func openThroughStore(t probeTable, store string, how IO, advice Advice, ownThreads bool) (tableReader, []io.Closer, []string, error) {
-	r, err := prefix.Open(t.Path, store)
+func openThroughStore(t probeTable, store *prefix.Store, how IO, advice Advice, ownThreads bool) (tableReader, []io.Closer, []string, error) {
+	r, err := store.Open(t.Path)
+	if tooManyOpenFiles(err) {
+		return tableReader{}, nil, nil, fmt.Errorf("prefix store: %w", err) // the descriptor limit: the caller says how to raise it
+	}
 	if err != nil {
 		return tableReader{}, nil, nil, fmt.Errorf("prefix store: %w (build it with tbhost prefix extract, or leave out --store)", err)
 	}
-	pp := prefix.PrefixPath(store, t.Name)
+	pp := prefix.PrefixPath(store.Dir(), t.Name)
 	files := []string{t.Path, pp}
 	if how == IOPread && advice == AdviseNormal && !ownThreads {
 		return tableReader{R: r, SlowFrom: r.PrefixLen()}, []io.Closer{r}, files, nil

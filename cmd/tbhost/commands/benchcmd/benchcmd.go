@@ -332,6 +332,10 @@ func runProbe(c *cli.Context) error {
 		}
 	}
 	if c.Bool("matrix") {
+		// refused before a temporary store is extracted for it
+		if err := set.CheckOpenFiles(bench.Matrix(c.Int("parallel"), "store")); err != nil {
+			return cliutil.CannotRun(err)
+		}
 		store := cfg.Store
 		if store == "" {
 			tmp, err := os.MkdirTemp("", "tbhost-bench-store-")
