@@ -116,15 +116,7 @@ func writeApply(w io.Writer, rep *lvm.ApplyReport) error {
 	if rep == nil {
 		return nil
 	}
-	for _, n := range rep.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
-	}
-	if len(rep.Verification) > 0 {
-		fmt.Fprintln(w, "verification:")
-		for _, c := range rep.Verification {
-			fmt.Fprintf(w, "  %s\n", c)
-		}
-	}
+	writeNotesAndVerification(w, rep.Notes, rep.Verification)
 	ran, skipped := 0, 0
 	for _, s := range rep.Steps {
 		switch s.Action {
@@ -236,4 +228,18 @@ func finishRun(g *cliutil.Globals, rep any, err error, write func(io.Writer) err
 		return err // a declined confirmation (exit 1)
 	}
 	return cliutil.CannotRun(err)
+}
+
+// writeNotesAndVerification prints a run's notes and the verification's
+// checks, as apply and replace report them.
+func writeNotesAndVerification(w io.Writer, notes []string, verification []lvm.Check) {
+	for _, n := range notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	if len(verification) > 0 {
+		fmt.Fprintln(w, "verification:")
+		for _, c := range verification {
+			fmt.Fprintf(w, "  %s\n", c)
+		}
+	}
 }

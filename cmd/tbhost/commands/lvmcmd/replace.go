@@ -169,15 +169,7 @@ func writeReplace(w io.Writer, rep *lvm.ReplaceReport) error {
 	if rep == nil {
 		return nil
 	}
-	for _, n := range rep.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
-	}
-	if len(rep.Verification) > 0 {
-		fmt.Fprintln(w, "verification:")
-		for _, c := range rep.Verification {
-			fmt.Fprintf(w, "  %s\n", c)
-		}
-	}
+	writeNotesAndVerification(w, rep.Notes, rep.Verification)
 	if rep.OfflineSeconds > 0 {
 		fmt.Fprintf(w, "the tables were offline for %s after boot (%.0f s; plus the time the host was down)\n", timeline.Human(rep.OfflineSeconds), rep.OfflineSeconds)
 	}
