@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -262,15 +263,28 @@ func (p *prober) runPicks(ctx context.Context, picks []pick) Outcome {
 	return total
 }
 
-func (p *prober) run(ctx context.Context, picks []pick) Outcome {
+// run reads picks in order in the calling goroutine. A read from a mapped
+// table whose page cannot be read (an I/O error under the file, or the
+// file shortened during the run) raises SIGBUS in the reading thread,
+// which the Go runtime turns into a crash of the whole process (exit 2,
+// which cron reads as a usage error); with panic-on-fault for the reads it
+// is this request's error instead, naming the table.
+func (p *prober) run(ctx context.Context, picks []pick) (out Outcome) {
 	bp := p.bufs.Get().(*[]byte)
 	defer p.bufs.Put(bp)
-	var out Outcome
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	current := -1 // the table being read
+	defer func() {
+		if r := recover(); r != nil {
+			out.Err = p.faultError(r, current)
+		}
+	}()
 	for _, pk := range picks {
 		if err := ctx.Err(); err != nil {
 			out.Err = err
 			return out
 		}
+		current = pk.table
 		if _, err := p.probe(pk, *bp, &out); err != nil {
 			out.Err = err
 			return out
@@ -278,6 +292,17 @@ func (p *prober) run(ctx context.Context, picks []pick) Outcome {
 		out.Probes++
 	}
 	return out
+}
+
+// faultError is the error of a memory fault r (a panic on fault) while
+// reading table number table; any other panic goes on.
+func (p *prober) faultError(r any, table int) error {
+	fault, ok := r.(interface{ Addr() uintptr })
+	if !ok || table < 0 {
+		panic(r)
+	}
+	return fmt.Errorf("%s: a read from its mapping faulted at %#x (SIGBUS): the page could not be read, an I/O error under the file or the file shortened during the run (was %d bytes)",
+		p.tables[table].Path, fault.Addr(), p.tables[table].Size)
 }
 
 // maxWalk bounds the block-length walk (the real walk moves a few blocks at
@@ -299,7 +324,13 @@ func (p *prober) probe(pk pick, buf []byte, out *Outcome) (found bool, err error
 			n = int(t.Size - off)
 		}
 		b := buf[:n]
-		if _, err := rd.R.ReadAt(b, off); err != nil && err != io.EOF {
+		got, err := rd.R.ReadAt(b, off)
+		if got < n && (err == nil || err == io.EOF) {
+			// a short read is a failed one: the reader would decode
+			// whatever the buffer held before
+			err = fmt.Errorf("got %d: the file ends before the %d bytes it had when the run started (shortened or rewritten in place?)", got, t.Size)
+		}
+		if err != nil && (got < n || err != io.EOF) { // a full read may end with io.EOF at the file's end
 			return nil, fmt.Errorf("%s: read %d bytes at %d: %w", t.Path, n, off, err)
 		}
 		out.Reads++
