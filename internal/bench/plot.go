@@ -149,10 +149,10 @@ func plotECDF(path string, r *Report, offset time.Duration) error {
 	}
 	if _, err := c.WriteTo(f); err != nil {
 		f.Close()
-		return fmt.Errorf("write plot %s: %w", path, err)
+		return fmt.Errorf("write plot: %w", err) // err names the file
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("write plot %s: %w", path, err)
+		return fmt.Errorf("write plot: %w", err) // err names the file
 	}
 	return nil
 }

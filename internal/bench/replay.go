@@ -503,11 +503,15 @@ func (s *CSVSink) Close() error {
 		return s.err
 	}
 	s.w.Flush()
-	err := errors.Join(s.err, s.w.Error())
+	err := s.err // the writer's error after the flush is the same, when it is one
+	if err == nil {
+		err = s.w.Error()
+	}
 	err = errors.Join(err, s.f.Close())
 	s.f = nil
 	if err != nil {
-		return fmt.Errorf("write %s: %w", s.Path, err)
+		os.Remove(s.Path)                                // not left half-written (a full disk)
+		return fmt.Errorf("CSV file: %w (removed)", err) // err names the file (*fs.PathError)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -242,10 +243,16 @@ func (r *Report) WriteFiles(dir string, offset time.Duration) error {
 		return fmt.Errorf("--out %s: %w", dir, err)
 	}
 	r.OffsetMs = float64(offset) / 1e6
+	// A file that cannot be written whole (a full disk) is removed, not
+	// left half-written, and the others are still written: summary.json,
+	// the measurement itself, whatever happened to the plots.
+	var errs []error
 	for _, ext := range []string{"png", "svg"} {
 		p := filepath.Join(dir, "ecdf."+ext)
 		if err := plotECDF(p, r, offset); err != nil {
-			return err
+			os.Remove(p)
+			errs = append(errs, err)
+			continue
 		}
 		r.Files = append(r.Files, p)
 	}
@@ -253,10 +260,12 @@ func (r *Report) WriteFiles(dir string, offset time.Duration) error {
 	r.Files = append(r.Files, p)
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
-		return fmt.Errorf("encode summary: %w", err)
+		return errors.Join(append(errs, fmt.Errorf("encode summary: %w", err))...)
 	}
 	if err := os.WriteFile(p, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write summary: %w", err)
+		os.Remove(p)
+		r.Files = r.Files[:len(r.Files)-1]
+		errs = append(errs, fmt.Errorf("write summary: %w", err))
 	}
-	return nil
+	return errors.Join(errs...)
 }
