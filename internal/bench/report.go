@@ -259,13 +259,14 @@ func (r *Report) WriteFiles(dir string, offset time.Duration) error {
 	p := filepath.Join(dir, "summary.json")
 	r.Files = append(r.Files, p)
 	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return errors.Join(append(errs, fmt.Errorf("encode summary: %w", err))...)
+	if err == nil {
+		if err = os.WriteFile(p, append(b, '\n'), 0o644); err != nil {
+			os.Remove(p)
+		}
 	}
-	if err := os.WriteFile(p, append(b, '\n'), 0o644); err != nil {
-		os.Remove(p)
-		r.Files = r.Files[:len(r.Files)-1]
-		errs = append(errs, fmt.Errorf("write summary: %w", err))
+	if err != nil {
+		r.Files = r.Files[:len(r.Files)-1] // the report lists what is there
+		errs = append(errs, fmt.Errorf("summary: %w", err))
 	}
 	return errors.Join(errs...)
 }
