@@ -179,6 +179,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		var parts []string
 		if run.Failures > 0 {
 			what := statusList(run.Statuses)
+			if run.Probe != nil {
+				what = "" // reads, not HTTP answers ("no-answer"): the first error says what failed
+			}
 			if what == "" {
 				what = run.FirstError
 			}

@@ -94,3 +94,25 @@ func TestFaultErrorPassesOtherPanicsOn(t *testing.T) {
 	p.faultError("not a fault", 0)
 	t.Error("faultError returned for a panic that is not a fault")
 }
+
+// A probe run's failed reads are reported by their first error, not as
+// HTTP "no-answer" statuses.
+func TestProbeFailuresReportTheReadError(t *testing.T) {
+	p, path := shortenedTable(t, ProbeConfig{IO: IOPread, Advise: AdviseNormal, Parallel: 1}, false)
+	res, err := Drive(context.Background(), Load{Clients: 1, Requests: 5}, func(ctx context.Context, _ int, _ int64) Outcome {
+		return p.request(ctx, rand.New(rand.NewPCG(1, 2)))
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ProbeConfig{IO: IOPread, Advise: AdviseNormal, Parallel: 1}
+	run := newRun(c.Name(), Load{Clients: 1, Requests: 5}, res)
+	run.Probe = &c
+	var out strings.Builder
+	if err := (&Report{Command: "probe", Clients: 1, Runs: []Run{run}}).WriteTable(&out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "5 of 5 measured requests FAILED ("+path) || strings.Contains(out.String(), "no-answer") {
+		t.Errorf("the report should give the read error, not HTTP statuses:\n%s", out.String())
+	}
+}
