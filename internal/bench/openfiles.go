@@ -45,18 +45,26 @@ func checkOpenFiles(c ProbeConfig, tables int, use fileUse) error {
 	if need <= use.limit {
 		return nil
 	}
-	what := "every table file"
-	if c.Store != "" {
-		what = "every table file and its prefix"
+	what := "--io pread keeps every table file open"
+	switch {
+	case c.IO == IOMmap:
+		what = "--io mmap opens each table file to map it"
+	case c.Store != "":
+		what = "--io pread keeps every table file and its prefix open"
 	}
-	return fmt.Errorf("--io pread keeps %s open: %d tables need about %d descriptors (with the %d open now), and this process may open %d (RLIMIT_NOFILE): %s",
-		what, tables, need, use.open, use.limit, openFilesFix(need))
+	return fmt.Errorf("%s: %d tables need about %d descriptors (with the %d open now), and this process may open %d (RLIMIT_NOFILE): %s",
+		what, tables, need, use.open, use.limit, openFilesFix(need, c.IO))
 }
 
-// openFilesFix says how to get need descriptors: a higher limit, or mmap.
-func openFilesFix(need uint64) string {
+// openFilesFix says how to get need descriptors: a higher limit, or, for
+// pread, mmap.
+func openFilesFix(need uint64, how IO) string {
 	want := (need + 1023) / 1024 * 1024
-	return fmt.Sprintf("raise the limit (as root, `ulimit -n %d` in the shell that starts tbhost; LimitNOFILE=%d in a systemd unit; `ulimit -Hn` shows the hard limit), or use --io mmap, which keeps no table open", want, want)
+	fix := fmt.Sprintf("raise the limit (as root, `ulimit -n %d` in the shell that starts tbhost; LimitNOFILE=%d in a systemd unit; `ulimit -Hn` shows the hard limit)", want, want)
+	if how == IOPread {
+		fix += ", or use --io mmap, which keeps no table open"
+	}
+	return fix
 }
 
 // openFileUse reads the process's limit on open descriptors (the soft

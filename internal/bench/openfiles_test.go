@@ -39,7 +39,14 @@ func TestCheckOpenFilesCountsWhatEachConfigurationHolds(t *testing.T) {
 			continue
 		}
 		if err != nil {
-			for _, want := range []string{"3022 tables", "with the 10 open now", "may open " + strconv.FormatUint(tc.limit, 10), "ulimit -n", "LimitNOFILE=", "--io mmap"} {
+			wants := []string{"--io pread keeps every table file", "3022 tables", "with the 10 open now", "may open " + strconv.FormatUint(tc.limit, 10), "ulimit -n", "LimitNOFILE=", "or use --io mmap"}
+			if tc.c.IO == IOMmap {
+				wants[0], wants[len(wants)-1] = "--io mmap opens each table file", "in a systemd unit; `ulimit -Hn` shows the hard limit)"
+				if strings.Contains(err.Error(), "use --io mmap") {
+					t.Errorf("%s: %q advises mmap to an mmap run", tc.name, err)
+				}
+			}
+			for _, want := range wants {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("%s: %q lacks %q", tc.name, err, want)
 				}
