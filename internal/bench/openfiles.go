@@ -29,6 +29,12 @@ func openFilesFor(c ProbeConfig, tables int) int {
 	}
 }
 
+// descriptorsNeeded is how many descriptors configuration c needs over
+// tables tables beside the open ones: what it holds, the slack, and open.
+func descriptorsNeeded(c ProbeConfig, tables int, open uint64) uint64 {
+	return uint64(openFilesFor(c, tables)+openFilesSlack) + open
+}
+
 // fileUse is the process's limit on open descriptors and how many are open.
 type fileUse struct {
 	limit, open uint64
@@ -41,7 +47,7 @@ type fileUse struct {
 // limit of 1024 would otherwise fail a thousand files in with "too many
 // open files".
 func checkOpenFiles(c ProbeConfig, tables int, use fileUse) error {
-	need := uint64(openFilesFor(c, tables)+openFilesSlack) + use.open
+	need := descriptorsNeeded(c, tables, use.open)
 	if need <= use.limit {
 		return nil
 	}

@@ -192,7 +192,7 @@ func (s *TableSet) open(c ProbeConfig, ownThreads bool) ([]tableReader, []io.Clo
 func (s *TableSet) openAll(c ProbeConfig, ownThreads bool) ([]tableReader, []io.Closer, []string, error) {
 	limitHit := func(err error) error {
 		if tooManyOpenFiles(err) {
-			return fmt.Errorf("%w: %s", err, openFilesFix(uint64(openFilesFor(c, len(s.tables))+openFilesSlack), c.IO))
+			return fmt.Errorf("%w: %s", err, openFilesFix(descriptorsNeeded(c, len(s.tables), 0), c.IO))
 		}
 		return err
 	}
