@@ -1,8 +1,10 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 
 	"github.com/tbhost/tbhost/prefix"
 )
@@ -15,11 +17,8 @@ import (
 // same boundary by prefix.SplitReaderAt. ownThreads is openFile's.
 func openThroughStore(t probeTable, store *prefix.Store, how IO, advice Advice, ownThreads bool) (tableReader, []io.Closer, []string, error) {
 	r, err := store.Open(t.Path)
-	if tooManyOpenFiles(err) {
-		return tableReader{}, nil, nil, fmt.Errorf("prefix store: %w", err) // the descriptor limit: the caller says how to raise it
-	}
 	if err != nil {
-		return tableReader{}, nil, nil, fmt.Errorf("prefix store: %w (build it with tbhost prefix extract, or leave out --store)", err)
+		return tableReader{}, nil, nil, storeOpenError(err)
 	}
 	pp := prefix.PrefixPath(store.Dir(), t.Name)
 	files := []string{t.Path, pp}
@@ -39,4 +38,23 @@ func openThroughStore(t probeTable, store *prefix.Store, how IO, advice Advice, 
 	}
 	split := &prefix.SplitReaderAt{Name: t.Name, Prefix: pm, PrefixLen: plen, Table: tm, Size: t.Size}
 	return tableReader{R: split, SlowFrom: plen}, []io.Closer{pc, tc}, files, nil
+}
+
+// storeOpenError wraps an error of opening a table through the store with
+// the fix that fits it: a missing prefix is built by extract; a refused
+// read needs a user that can read the store; the descriptor limit gets its
+// fix from the caller (openAll); stale, truncated or foreign prefixes carry
+// their own fix (rerun extract). Every one can also be probed without the
+// store.
+func storeOpenError(err error) error {
+	switch {
+	case tooManyOpenFiles(err):
+		return fmt.Errorf("prefix store: %w", err)
+	case errors.Is(err, prefix.ErrNoPrefix):
+		return fmt.Errorf("prefix store: %w (build it with tbhost prefix extract, or leave out --store)", err)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("prefix store: %w (run as a user that can read the store, or leave out --store)", err)
+	default:
+		return fmt.Errorf("prefix store: %w (to probe the tables alone, leave out --store)", err)
+	}
 }
