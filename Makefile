@@ -55,7 +55,7 @@ lab-test:
 # that names it (make deps installs fio, wrk and h2load). Takes ~6 minutes on the 2-CPU test machine.
 bench:
 	@$(GO) test -count=1 -run '^$$' -bench 'Ratio' -benchtime 1x -timeout 60m ./prefix/ ./internal/bench/ > bench.log 2>&1; rc=$$?; \
-	grep -E 'RATIO|pairs (probe|replay)|listen drops|tail probe|cpu probe|baseline fio|not installed|need root|FAIL|panic' bench.log | sed 's/^ *[a-z_]*_test.go:[0-9]*: //'; \
+	grep -E 'RATIO|pairs (probe|replay)|listen drops|tail probe|cpu probe|clock probe|baseline fio|not installed|need root|FAIL|panic' bench.log | sed 's/^ *[a-z_]*_test.go:[0-9]*: //'; \
 	echo "(full output: bench.log)"; exit $$rc
 
 # every Go benchmark of the repository (ns/op, allocations, the older same-run baselines)
