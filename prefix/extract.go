@@ -236,7 +236,7 @@ func Extract(ctx context.Context, parsed []Parsed, opt ExtractOptions) (*Extract
 // extract, removes the temporary files of an interrupted run and loads the
 // manifest. unlock releases the lock.
 func openStore(store string) (man Manifest, unlock func(), err error) {
-	if err := checkStoreDir(store); err != nil {
+	if err := checkStoreDir(store, "mount the NVMe array there, or create the directory"); err != nil {
 		return nil, nil, err
 	}
 	if unlock, err = lockStore(store); err != nil {
@@ -253,12 +253,19 @@ func openStore(store string) (man Manifest, unlock func(), err error) {
 }
 
 // checkStoreDir says why store cannot be the store directory: it is
-// missing or unreadable (the stat error), or it is something else than a
-// directory (named, so a file given by mistake is recognised at once).
-func checkStoreDir(store string) error {
+// missing (with missingFix, what the command's user does about that),
+// refused or unreadable (the stat error, with the fix that fits it), or
+// something else than a directory (named, so a file given by mistake is
+// recognised at once).
+func checkStoreDir(store, missingFix string) error {
 	st, err := os.Stat(store)
-	if err != nil {
-		return fmt.Errorf("store directory %s: %w (mount the NVMe array there, or create the directory)", store, err)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("store directory %s: %w (%s)", store, err, missingFix)
+	case errors.Is(err, os.ErrPermission):
+		return fmt.Errorf("store directory %s: %w (run as a user that can reach it, or give another --store)", store, err)
+	case err != nil:
+		return fmt.Errorf("store directory %s: %w", store, err) // ENOTDIR, EIO: the error says it
 	}
 	if !st.IsDir() {
 		return fmt.Errorf("store directory %s: is a %s, not a directory", store, sysread.FileKind(st.Mode()))

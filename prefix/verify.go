@@ -72,7 +72,7 @@ func Verify(ctx context.Context, sources []Source, opt VerifyOptions) (*VerifyRe
 	phys := ReadPhysical()
 	rep := &VerifyReport{Store: opt.Store, Full: opt.Full, Tables: len(sources), Findings: []Finding{}, PhysicalBytesRead: -1}
 	defer func() { rep.PhysicalBytesRead = phys.Since() }()
-	if err := checkStoreDir(opt.Store); err != nil {
+	if err := checkStoreDir(opt.Store, "mount the store's file system there, or build the store with tbhost prefix extract"); err != nil {
 		return rep, err
 	}
 	man, err := LoadManifest(opt.Store)

@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -188,5 +191,53 @@ func TestBenchProbeRefusesOverTheOpenFileLimit(t *testing.T) {
 	code, stdout, stderr := runTB(t, nil, "bench", "probe", "--tables", tables, "--io", "mmap", "--requests", "20", "--warmup", "5", "--clients", "2", "--cache", "keep")
 	if code != 0 {
 		t.Errorf("--io mmap under the same limit: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
+
+// bench probe --store run by a user who may not read one prefix: the real
+// binary as nobody (uid 65534; the test needs root). Exit 3, naming the
+// prefix and saying to run as a user who can read the store, not to build
+// a store that is there.
+func TestBenchProbeStoreUnreadableSaysRunAsAUserWhoCan(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run the binary as another user (nobody) who may not read a root-only prefix")
+	}
+	tables := realdata.CopyTables(t)
+	store := t.TempDir()
+	if code, _, stderr := runTB(t, nil, "prefix", "extract", "--tables", tables, "--store", store); code != 0 {
+		t.Fatalf("prefix extract: exit %d: %s", code, stderr)
+	}
+	bin := filepath.Join(t.TempDir(), "tbhost")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	for _, d := range []string{filepath.Dir(tables), tables, filepath.Dir(store), store, filepath.Dir(bin)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hidden := filepath.Join(store, "KQvK.rtbw.prefix")
+	if err := os.Chmod(hidden, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "bench", "probe", "--tables", tables, "--store", store, "--requests", "20", "--warmup", "5", "--clients", "2", "--cache", "keep")
+	cmd.Dir = t.TempDir()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != cliutil.ExitCannotRun {
+		t.Fatalf("as nobody: %v, want exit 3:\n%s", err, out.String())
+	}
+	msg := out.String()
+	if !strings.Contains(msg, hidden+": permission denied (run as a user that can read the store, or leave out --store)") {
+		t.Errorf("as nobody: the error should name %s and say to run as a user who can read it:\n%s", hidden, msg)
+	}
+	if strings.Contains(msg, "build it with") {
+		t.Errorf("as nobody: should not say to build a store that is there:\n%s", msg)
 	}
 }

@@ -1,9 +1,12 @@
 package prefixcmd
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/tbhost/tbhost/internal/cliutil"
@@ -142,5 +145,90 @@ func TestDanglingDirectoryLinkIsReported(t *testing.T) {
 	code, out, errs := runCLI(t, "prefix", "stats", dir)
 	if code != cliutil.ExitProblem || !strings.Contains(errs, link+": symlink to a missing target (a directory of tables?") || !strings.Contains(out, "from the 3 tables parsed") {
 		t.Fatalf("stats: exit %d, want 1 naming %s and the 3 tables counted:\n%s%s", code, link, out, errs)
+	}
+}
+
+// A store directory that cannot be used gets the fix for its own error:
+// a missing store is mounted, or created (extract) or built (verify); a
+// path through a file says only that; a store the user may not reach says
+// to run as one who can. Every one exits 3.
+func TestStoreDirectoryErrorsGiveTheirOwnFix(t *testing.T) {
+	tables := goodTables(t)
+	missing := filepath.Join(t.TempDir(), "not-mounted")
+	throughFile := filepath.Join(tables, "KRvK.rtbw", "store")
+	for _, tc := range []struct {
+		cmd, store string
+		want       string
+		notWant    []string
+	}{
+		{"verify", missing, "no such file or directory (mount the store's file system there, or build the store with tbhost prefix extract)", nil},
+		{"extract", missing, "no such file or directory (mount the NVMe array there, or create the directory)", []string{"build the store"}},
+		{"verify", throughFile, "store directory " + throughFile + ": stat " + throughFile + ": not a directory", []string{"mount", "create the directory", "build the store"}},
+		{"extract", throughFile, "not a directory", []string{"mount", "create the directory"}},
+	} {
+		code, _, errs := runCLI(t, "prefix", tc.cmd, "--tables", tables, "--store", tc.store)
+		if code != cliutil.ExitCannotRun || !strings.Contains(errs, tc.want) {
+			t.Errorf("%s --store %s: exit %d, want 3 saying %q: %s", tc.cmd, tc.store, code, tc.want, errs)
+		}
+		for _, nw := range tc.notWant {
+			if strings.Contains(errs, nw) {
+				t.Errorf("%s --store %s: %q should not say %q", tc.cmd, tc.store, errs, nw)
+			}
+		}
+	}
+}
+
+// The same as a user who may not reach the store: the real binary, run as
+// nobody (uid 65534) when the test runs as root, against a store under a
+// directory only root may enter.
+func TestStoreDirectoryRefusedSaysRunAsAUserWhoCan(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run the binary as another user (nobody) who may not enter a root-only directory")
+	}
+	binDir := t.TempDir()
+	if err := os.Chmod(binDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(binDir, "tbhost")
+	build := exec.Command("go", "build", "-o", bin, "github.com/tbhost/tbhost/cmd/tbhost")
+	build.Dir = repoRoot(t)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	tables := goodTables(t)
+	for _, d := range []string{filepath.Dir(tables), tables} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	private := t.TempDir()
+	if err := os.Chmod(private, 0o700); err != nil { // t.TempDir's own directories are 0777 less the umask
+		t.Fatal(err)
+	}
+	store := filepath.Join(private, "store")
+	if err := os.Mkdir(store, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"verify", "extract"} {
+		cmd := exec.Command(bin, "prefix", c, "--tables", tables, "--store", store)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		cmd.Stdout = &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != cliutil.ExitCannotRun {
+			t.Fatalf("%s as nobody: %v, want exit 3: %s", c, err, stderr.String())
+		}
+		msg := stderr.String()
+		if !strings.Contains(msg, "store directory "+store) || !strings.Contains(msg, "permission denied (run as a user that can reach it, or give another --store)") {
+			t.Errorf("%s as nobody: %q", c, msg)
+		}
+		if strings.Contains(msg, "create the directory") || strings.Contains(msg, "build the store") {
+			t.Errorf("%s as nobody: %q should not say to create or build a store that is there", c, msg)
+		}
 	}
 }
