@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,6 +41,12 @@ type Client struct {
 
 // ErrNotFound is returned (wrapped) when LVM says a VG or LV does not exist.
 var ErrNotFound = errors.New("not found")
+
+// ErrNeedsRoot: lvm refused to report because it does not run as root
+// (lvm2 2.03.16 warns "Running as a non-root user" and cannot open its
+// lock files; seen in the lab, exit 5). Monitoring users (nagios, NRPE)
+// meet it first.
+var ErrNeedsRoot = errors.New("lvm needs root")
 
 // ErrBadReport is returned (wrapped) when LVM's answer is not a JSON report
 // tbhost can read (empty, truncated, not JSON, no "report" array): LVM
@@ -237,6 +244,10 @@ func (c Client) report(ctx context.Context, cmd, key string, fields, extra []str
 		if errors.As(err, &ce) && notFoundMessage(ce.Stderr) {
 			return nil, fmt.Errorf("%s: %w: %w", cmd, ErrNotFound, err)
 		}
+		if errors.As(err, &ce) && nonRootMessage(ce.Stderr) {
+			return nil, fmt.Errorf("lvm %s: %w: tbhost runs as uid %d and lvm said %q; run tbhost as root (a monitoring user such as nagios runs it through sudo, with a sudoers rule for /usr/bin/tbhost)",
+				cmd, ErrNeedsRoot, os.Geteuid(), problemLine(ce.Stderr))
+		}
 		return nil, fmt.Errorf("lvm %s: %w", cmd, err)
 	}
 	rows, err := ParseReport(res.Stdout, key)
@@ -244,6 +255,34 @@ func (c Client) report(ctx context.Context, cmd, key string, fields, extra []str
 		return nil, fmt.Errorf("lvm %s: %w", cmd, err)
 	}
 	return rows, nil
+}
+
+// nonRootMessage reports whether lvm's stderr says it ran without root.
+func nonRootMessage(stderr string) bool {
+	return strings.Contains(stderr, "Running as a non-root user")
+}
+
+// problemLine is what failed in lvm's stderr from a non-root run: the
+// last line that says "Permission denied" ("/run/lock/lvm/P_global:aux:
+// open failed: Permission denied"; a named VG adds "Can't get lock" and
+// "Cannot process volume group" after it), else the last line other than
+// the non-root warning.
+func problemLine(stderr string) string {
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	last := ""
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := strings.TrimSpace(lines[i])
+		if strings.Contains(l, "Permission denied") {
+			return l
+		}
+		if last == "" && l != "" && !nonRootMessage(l) {
+			last = l
+		}
+	}
+	if last == "" {
+		return strings.TrimSpace(stderr)
+	}
+	return last
 }
 
 func notFoundMessage(stderr string) bool {

@@ -153,3 +153,45 @@ func TestParseReportRejectsGarbage(t *testing.T) {
 		}
 	}
 }
+
+// lvm2 2.03.16 run by a user other than root (recorded in the lab as
+// nobody, exit 5): it warns, prints an empty report and cannot open its
+// lock. The error says lvm needs root and how a monitoring user gets it,
+// with the line that failed, not the 21 report fields.
+func TestClientNamesANonRootRunAndTheFix(t *testing.T) {
+	rec := execx.NewRecorded()
+	rec.On(execx.Reply{
+		Stdout:   "  {\n      \"report\": [\n          {\n              \"lv\": [\n              ]\n          }\n      ]\n  }\n",
+		Stderr:   "  WARNING: Running as a non-root user. Functionality may be unavailable.\n  /run/lock/lvm/P_global:aux: open failed: Permission denied\n",
+		ExitCode: 5,
+	}, LVsArgv()...)
+	_, err := Client{Runner: rec}.LVs(context.Background())
+	if !errors.Is(err, ErrNeedsRoot) {
+		t.Fatalf("want ErrNeedsRoot, got %v", err)
+	}
+	for _, want := range []string{"lvm lvs: lvm needs root", `"/run/lock/lvm/P_global:aux: open failed: Permission denied"`, "run tbhost as root", "sudo"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q lacks %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "raidintegrityblocksize") || strings.Contains(err.Error(), "WARNING: Running") {
+		t.Errorf("%q repeats lvm's command line or its warning", err)
+	}
+	// a named VG (lab, lvm lvs vg-hdd as nobody): the lock line, not the
+	// "Cannot process volume group" after it
+	rec.On(execx.Reply{
+		Stderr: "  WARNING: Running as a non-root user. Functionality may be unavailable.\n  /dev/mapper/control: open failed: Permission denied\n" +
+			"  Failure to communicate with kernel device-mapper driver.\n  Incompatible libdevmapper 1.02.185 (2022-05-18) and kernel driver (unknown version).\n" +
+			"  /run/lock/lvm/V_vg-hdd:aux: open failed: Permission denied\n  Can't get lock for vg-hdd.\n  Cannot process volume group vg-hdd\n",
+		ExitCode: 5,
+	}, LVsArgv("vg-hdd")...)
+	_, err = Client{Runner: rec}.LVs(context.Background(), "vg-hdd")
+	if !errors.Is(err, ErrNeedsRoot) || !strings.Contains(err.Error(), `"/run/lock/lvm/V_vg-hdd:aux: open failed: Permission denied"`) {
+		t.Errorf("named VG: want ErrNeedsRoot quoting the lock line, got %v", err)
+	}
+	// a root run that fails otherwise keeps lvm's own error
+	rec.On(execx.Reply{Stderr: "  /dev/sdc: read failed: Input/output error\n", ExitCode: 5}, PVsArgv()...)
+	if _, err := (Client{Runner: rec}).PVs(context.Background()); errors.Is(err, ErrNeedsRoot) || err == nil {
+		t.Errorf("an I/O error read as needing root: %v", err)
+	}
+}

@@ -5,7 +5,8 @@ package lab
 // The monitor scenario of issue 5 (tbhost monitor check inside the VM, on
 // real LVM RAID + dm-integrity): the array built without --stripes under a
 // read load is CRITICAL and names the idle disks; the correct array under
-// load is OK; without load it is not judged (exit 0); a missing member is
+// load is OK; without load it is not judged (exit 0); run by a user other
+// than root it is UNKNOWN, saying lvm needs root; a missing member is
 // CRITICAL. Two boots: 18 min on this shared 2-core machine at load ~18
 // (passed 2026-11-30 09:31), a few minutes when idle.
 
@@ -61,6 +62,12 @@ load_start /dev/vg-hdd/tables $size
 check balanced --for 10s --interval 5s vg-hdd/tables
 load_stop
 check idle --for 6s --interval 3s vg-hdd/tables
+
+lab_step "(c) a monitoring user, not root (nagios from NRPE): lvm needs root"
+grep -q '^nobody:' /etc/passwd 2>/dev/null || echo 'nobody:x:65534:65534:nobody:/:/bin/sh' >> /etc/passwd
+su -s /bin/sh nobody -c 'lvm lvs vg-hdd' > $LAB_OUT/nonroot-lvm.txt 2>&1; echo $? > $LAB_OUT/nonroot-lvm.exit
+su -s /bin/sh nobody -c '/usr/bin/tbhost monitor check --for 2s --interval 1s vg-hdd/tables' > $LAB_OUT/nonroot.txt 2>&1; echo $? > $LAB_OUT/nonroot.exit
+cat $LAB_OUT/nonroot-lvm.txt $LAB_OUT/nonroot.txt
 exit 0
 `
 
@@ -141,6 +148,17 @@ func TestMonitorScenario(t *testing.T) {
 	// no load: not judged, exit 0 with the reason
 	if got := exit(r1, "idle"); got != "0" || !strings.Contains(string(r1.Outputs["idle.txt"]), "too little traffic") {
 		t.Errorf("no traffic: exit %s\n%s", got, r1.Outputs["idle.txt"])
+	}
+
+	// a monitoring user: lvm refuses it (exit 5, the non-root warning);
+	// the check is UNKNOWN and says lvm needs root and how to give it
+	t.Logf("as nobody: lvm lvs exit %s\n%s\nmonitor check exit %s\n%s", exit(r1, "nonroot-lvm"), r1.Outputs["nonroot-lvm.txt"], exit(r1, "nonroot"), r1.Outputs["nonroot.txt"])
+	if got := exit(r1, "nonroot-lvm"); got == "0" || !strings.Contains(string(r1.Outputs["nonroot-lvm.txt"]), "Running as a non-root user") {
+		t.Errorf("lvm lvs as nobody: exit %s, want lvm's refusal (the recorded reply of lvm's own tests is stale otherwise)\n%s", got, r1.Outputs["nonroot-lvm.txt"])
+	}
+	nonroot := string(r1.Outputs["nonroot.txt"])
+	if got := exit(r1, "nonroot"); got != "3" || !strings.HasPrefix(nonroot, "UNKNOWN: ") || !strings.Contains(nonroot, "lvm needs root: tbhost runs as uid 65534") || !strings.Contains(nonroot, "sudo") {
+		t.Errorf("monitor check as nobody: exit %s, want 3, UNKNOWN saying lvm needs root and how\n%s", got, nonroot)
 	}
 
 	// second boot without HDD3: a missing member is CRITICAL

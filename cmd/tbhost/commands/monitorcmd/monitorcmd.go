@@ -152,6 +152,10 @@ func checkCommand() *cli.Command {
    bad flag value) is 2, as in every tbhost command, so a broken check line shows as
    CRITICAL at once.
 
+   Needs root: it asks lvm (and smartctl) for health, and lvm refuses other users
+   (UNKNOWN, "lvm needs root"). A monitoring user such as nagios runs it through sudo,
+   with a sudoers rule: nagios ALL=(root) NOPASSWD: /usr/bin/tbhost monitor check *
+
    Examples:
      tbhost monitor check --for 60s vg-hdd/tables
      tbhost monitor check --quiet                 # cron: mail only when not OK
