@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -442,7 +443,12 @@ const LockName = ".tbhost-prefix.lock"
 func lockStore(store string) (func(), error) {
 	path := filepath.Join(store, LockName)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrPermission):
+		return nil, fmt.Errorf("lock store: %w (extract writes into the store: run it as the store's owner, or as root)", err)
+	case errors.Is(err, unix.EROFS):
+		return nil, fmt.Errorf("lock store: %w (the store's file system is mounted read-only: remount it read-write for extract)", err)
+	case err != nil:
 		return nil, fmt.Errorf("lock store: %w", err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {

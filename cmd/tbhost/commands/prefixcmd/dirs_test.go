@@ -231,4 +231,38 @@ func TestStoreDirectoryRefusedSaysRunAsAUserWhoCan(t *testing.T) {
 			t.Errorf("%s as nobody: %q should not say to create or build a store that is there", c, msg)
 		}
 	}
+	// a store nobody may read but not write: verify runs, extract is
+	// refused at its lock, saying who may write there
+	readOnly := filepath.Join(filepath.Dir(tables), "store-ro")
+	if err := os.Mkdir(readOnly, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "prefix", "extract", "--tables", tables, "--store", readOnly)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != cliutil.ExitCannotRun ||
+		!strings.Contains(string(out), "lock store: open "+filepath.Join(readOnly, ".tbhost-prefix.lock")+": permission denied (extract writes into the store: run it as the store's owner, or as root)") {
+		t.Errorf("extract as nobody into a store it cannot write: %v\n%s", err, out)
+	}
+	if ents, _ := os.ReadDir(readOnly); len(ents) != 0 {
+		t.Errorf("the refused extract left %d entries in the store", len(ents))
+	}
+}
+
+// A store on a file system mounted read-only (a tmpfs mounted ro; root
+// only): extract is refused at its lock, exit 3, saying to remount it.
+func TestExtractIntoAReadOnlyStoreSaysRemount(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIP: only root can mount the read-only tmpfs that stands in for the store")
+	}
+	store := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "ro,size=1m", "tbhost-ro-store-test", store).CombinedOutput(); err != nil {
+		t.Skipf("SKIP: cannot mount a tmpfs: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", store).Run() })
+	code, _, errs := runCLI(t, "prefix", "extract", "--tables", goodTables(t), "--store", store)
+	if code != cliutil.ExitCannotRun || !strings.Contains(errs, "read-only file system (the store's file system is mounted read-only: remount it read-write for extract)") {
+		t.Errorf("extract into a read-only store: exit %d, want 3 saying to remount it: %s", code, errs)
+	}
 }
