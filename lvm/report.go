@@ -241,20 +241,33 @@ func (c Client) report(ctx context.Context, cmd, key string, fields, extra []str
 	res, err := c.Runner.Run(ctx, argv...)
 	if err != nil {
 		var ce *execx.CommandError
+		// before "not found": without root lvm may not see the VG's
+		// disks and say it is not found
+		if errors.As(err, &ce) && nonRootMessage(ce.Stderr) {
+			return nil, needsRootError(cmd, ce.Stderr)
+		}
 		if errors.As(err, &ce) && notFoundMessage(ce.Stderr) {
 			return nil, fmt.Errorf("%s: %w: %w", cmd, ErrNotFound, err)
 		}
-		if errors.As(err, &ce) && nonRootMessage(ce.Stderr) {
-			return nil, fmt.Errorf("lvm %s: %w: tbhost runs as uid %d and lvm said %q; run tbhost as root (a monitoring user such as nagios runs it through sudo, with a sudoers rule for /usr/bin/tbhost)",
-				cmd, ErrNeedsRoot, os.Geteuid(), problemLine(ce.Stderr))
-		}
 		return nil, fmt.Errorf("lvm %s: %w", cmd, err)
+	}
+	if stderr := string(res.Stderr); nonRootMessage(stderr) {
+		// an lvm that answers a non-root user anyway cannot reach
+		// device-mapper (/dev/mapper/control is root's): no sync, health
+		// or mismatch counts, perhaps no LVs; a check must not judge that
+		return nil, needsRootError(cmd, stderr)
 	}
 	rows, err := ParseReport(res.Stdout, key)
 	if err != nil {
 		return nil, fmt.Errorf("lvm %s: %w", cmd, err)
 	}
 	return rows, nil
+}
+
+// needsRootError is ErrNeedsRoot for lvm cmd, with what failed and the fix.
+func needsRootError(cmd, stderr string) error {
+	return fmt.Errorf("lvm %s: %w: tbhost runs as uid %d and lvm said %q; run tbhost as root (a monitoring user such as nagios runs it through sudo, with a sudoers rule for /usr/bin/tbhost)",
+		cmd, ErrNeedsRoot, os.Geteuid(), problemLine(stderr))
 }
 
 // nonRootMessage reports whether lvm's stderr says it ran without root.

@@ -189,6 +189,25 @@ func TestClientNamesANonRootRunAndTheFix(t *testing.T) {
 	if !errors.Is(err, ErrNeedsRoot) || !strings.Contains(err.Error(), `"/run/lock/lvm/V_vg-hdd:aux: open failed: Permission denied"`) {
 		t.Errorf("named VG: want ErrNeedsRoot quoting the lock line, got %v", err)
 	}
+	// without root lvm may not see a VG's disks and say it is not found:
+	// the cause is root, not a missing VG
+	rec.On(execx.Reply{
+		Stderr:   "  WARNING: Running as a non-root user. Functionality may be unavailable.\n  Volume group \"vg-nvme\" not found\n  Cannot process volume group vg-nvme\n",
+		ExitCode: 5,
+	}, LVsArgv("vg-nvme")...)
+	_, err = Client{Runner: rec}.LVs(context.Background(), "vg-nvme")
+	if !errors.Is(err, ErrNeedsRoot) || errors.Is(err, ErrNotFound) {
+		t.Errorf("non-root 'not found': want ErrNeedsRoot only, got %v", err)
+	}
+	// an lvm that answers a non-root user (exit 0, the warning, no LVs:
+	// device-mapper is root's) is not taken for a host without arrays
+	rec.On(execx.Reply{
+		Stdout: "{\"report\": [{\"vg\": []}]}",
+		Stderr: "  WARNING: Running as a non-root user. Functionality may be unavailable.\n",
+	}, VGsArgv()...)
+	if _, err := (Client{Runner: rec}).VGs(context.Background()); !errors.Is(err, ErrNeedsRoot) || !strings.Contains(err.Error(), "Running as a non-root user") {
+		t.Errorf("exit 0 with the non-root warning: want ErrNeedsRoot quoting it, got %v", err)
+	}
 	// a root run that fails otherwise keeps lvm's own error
 	rec.On(execx.Reply{Stderr: "  /dev/sdc: read failed: Input/output error\n", ExitCode: 5}, PVsArgv()...)
 	if _, err := (Client{Runner: rec}).PVs(context.Background()); errors.Is(err, ErrNeedsRoot) || err == nil {
