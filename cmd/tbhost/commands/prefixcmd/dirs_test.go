@@ -188,16 +188,7 @@ func TestStoreDirectoryRefusedSaysRunAsAUserWhoCan(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root, to run the binary as another user (nobody) who may not enter a root-only directory")
 	}
-	binDir := t.TempDir()
-	if err := os.Chmod(binDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(binDir, "tbhost")
-	build := exec.Command("go", "build", "-o", bin, "github.com/tbhost/tbhost/cmd/tbhost")
-	build.Dir = repoRoot(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildTbhost(t)
 	tables := goodTables(t)
 	for _, d := range []string{filepath.Dir(tables), tables} {
 		if err := os.Chmod(d, 0o755); err != nil {
@@ -213,17 +204,10 @@ func TestStoreDirectoryRefusedSaysRunAsAUserWhoCan(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []string{"verify", "extract"} {
-		cmd := exec.Command(bin, "prefix", c, "--tables", tables, "--store", store)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		cmd.Stdout = &stderr
-		err := cmd.Run()
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != cliutil.ExitCannotRun {
-			t.Fatalf("%s as nobody: %v, want exit 3: %s", c, err, stderr.String())
+		code, msg := runAsNobody(t, bin, "prefix", c, "--tables", tables, "--store", store)
+		if code != cliutil.ExitCannotRun {
+			t.Fatalf("%s as nobody: exit %d, want 3: %s", c, code, msg)
 		}
-		msg := stderr.String()
 		if !strings.Contains(msg, "store directory "+store) || !strings.Contains(msg, "permission denied (run as a user that can reach it, or give another --store)") {
 			t.Errorf("%s as nobody: %q", c, msg)
 		}
@@ -237,13 +221,10 @@ func TestStoreDirectoryRefusedSaysRunAsAUserWhoCan(t *testing.T) {
 	if err := os.Mkdir(readOnly, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "prefix", "extract", "--tables", tables, "--store", readOnly)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != cliutil.ExitCannotRun ||
-		!strings.Contains(string(out), "lock store: open "+filepath.Join(readOnly, ".tbhost-prefix.lock")+": permission denied (extract writes into the store: run it as the store's owner, or as root)") {
-		t.Errorf("extract as nobody into a store it cannot write: %v\n%s", err, out)
+	code, out := runAsNobody(t, bin, "prefix", "extract", "--tables", tables, "--store", readOnly)
+	if code != cliutil.ExitCannotRun ||
+		!strings.Contains(out, "lock store: open "+filepath.Join(readOnly, ".tbhost-prefix.lock")+": permission denied (extract writes into the store: run it as the store's owner, or as root)") {
+		t.Errorf("extract as nobody into a store it cannot write: exit %d\n%s", code, out)
 	}
 	if ents, _ := os.ReadDir(readOnly); len(ents) != 0 {
 		t.Errorf("the refused extract left %d entries in the store", len(ents))
@@ -265,4 +246,22 @@ func TestExtractIntoAReadOnlyStoreSaysRemount(t *testing.T) {
 	if code != cliutil.ExitCannotRun || !strings.Contains(errs, "read-only file system (the store's file system is mounted read-only: remount it read-write for extract)") {
 		t.Errorf("extract into a read-only store: exit %d, want 3 saying to remount it: %s", code, errs)
 	}
+}
+
+// runAsNobody runs bin with args as uid and gid 65534 (the caller is
+// root) and returns its exit code and its output, stdout and stderr.
+func runAsNobody(t *testing.T, bin string, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, string(out)
+	case errors.As(err, &ee):
+		return ee.ExitCode(), string(out)
+	}
+	t.Fatalf("run %s as nobody: %v", bin, err)
+	return -1, ""
 }

@@ -416,13 +416,16 @@ func synthNames() []string {
 	return out
 }
 
-// The crash test: the real binary extracts slowly, is killed with SIGKILL
-// mid-run, and a rerun finishes a complete, verified store.
-func TestExtractKilledMidRunThenRerun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
+// buildTbhost builds the real binary into a directory every user may
+// enter (a test may run it as another user) and checks it has the prefix
+// command group.
+func buildTbhost(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "tbhost")
+	bin := filepath.Join(dir, "tbhost")
 	build := exec.Command("go", "build", "-o", bin, "github.com/tbhost/tbhost/cmd/tbhost")
 	build.Dir = repoRoot(t)
 	if out, err := build.CombinedOutput(); err != nil {
@@ -431,6 +434,16 @@ func TestExtractKilledMidRunThenRerun(t *testing.T) {
 	if out, _ := exec.Command(bin, "prefix", "--help").CombinedOutput(); !strings.Contains(string(out), "extract") {
 		t.Fatalf("the binary has no prefix command group (main.go commands()): %s", out)
 	}
+	return bin
+}
+
+// The crash test: the real binary extracts slowly, is killed with SIGKILL
+// mid-run, and a rerun finishes a complete, verified store.
+func TestExtractKilledMidRunThenRerun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildTbhost(t)
 	tables := t.TempDir()
 	made := 0
 	for _, n := range synthNames() {
