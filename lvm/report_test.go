@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tbhost/tbhost/internal/execx"
+	"github.com/tbhost/tbhost/lvm/lvmfake"
 )
 
 func readFixture(t *testing.T, name string) []byte {
@@ -160,11 +161,7 @@ func TestParseReportRejectsGarbage(t *testing.T) {
 // with the line that failed, not the 21 report fields.
 func TestClientNamesANonRootRunAndTheFix(t *testing.T) {
 	rec := execx.NewRecorded()
-	rec.On(execx.Reply{
-		Stdout:   "  {\n      \"report\": [\n          {\n              \"lv\": [\n              ]\n          }\n      ]\n  }\n",
-		Stderr:   "  WARNING: Running as a non-root user. Functionality may be unavailable.\n  /run/lock/lvm/P_global:aux: open failed: Permission denied\n",
-		ExitCode: 5,
-	}, LVsArgv()...)
+	rec.On(lvmfake.NonRootReply(), LVsArgv()...)
 	_, err := Client{Runner: rec}.LVs(context.Background())
 	if !errors.Is(err, ErrNeedsRoot) {
 		t.Fatalf("want ErrNeedsRoot, got %v", err)

@@ -7,17 +7,13 @@ import (
 
 	"github.com/tbhost/tbhost/internal/execx"
 	"github.com/tbhost/tbhost/lvm"
+	"github.com/tbhost/tbhost/lvm/lvmfake"
 )
 
 // nonRootLVM answers every lvm report as lvm2 2.03.16 does for a user
-// other than root (recorded in the lab as nobody): a warning, an empty
-// report, the lock it cannot open, exit 5.
+// other than root (lvmfake.NonRootReply, recorded in the lab).
 func nonRootLVM() *execx.Recorded {
-	reply := execx.Reply{
-		Stdout:   "  {\n      \"report\": [\n          {\n              \"lv\": [\n              ]\n          }\n      ]\n  }\n",
-		Stderr:   "  WARNING: Running as a non-root user. Functionality may be unavailable.\n  /run/lock/lvm/P_global:aux: open failed: Permission denied\n",
-		ExitCode: 5,
-	}
+	reply := lvmfake.NonRootReply()
 	rec := execx.NewRecorded()
 	for _, argv := range [][]string{lvm.LVsArgv(), lvm.PVsArgv(), lvm.VGsArgv()} {
 		rec.On(reply, argv...)

@@ -344,3 +344,14 @@ func sortedKeys[T any](m map[string]T) []string {
 	}
 	return out
 }
+
+// NonRootReply is lvm2 2.03.16's answer to a report (`lvm lvs -a ...`) run
+// by a user other than root, recorded in the lab as nobody: its warning,
+// an empty report, the global lock it cannot open, exit 5.
+func NonRootReply() execx.Reply {
+	return execx.Reply{
+		Stdout:   "  {\n      \"report\": [\n          {\n              \"lv\": [\n              ]\n          }\n      ]\n  }\n",
+		Stderr:   "  WARNING: Running as a non-root user. Functionality may be unavailable.\n  /run/lock/lvm/P_global:aux: open failed: Permission denied\n",
+		ExitCode: 5,
+	}
+}
