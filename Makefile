@@ -41,9 +41,11 @@ unit:
 	$(GO) test -count=1 ./...
 
 # Real LVM RAID + dm-integrity inside qemu; scenarios are batched into few boots.
-# -p 1: internal/lab and internal/lab/rehearse boot one VM at a time.
+# -p 1: internal/lab and internal/lab/rehearse boot one VM at a time, but for
+# the four boot-end tests of the harness (a sleeping or hung guest, see
+# sleeperConfig in internal/lab/kill_lab_test.go): -parallel 4 runs them together.
 lab-test:
-	$(GO) test -tags lab -count=1 -p 1 -timeout $(LAB_TIMEOUT) -v ./internal/lab/...
+	$(GO) test -tags lab -count=1 -p 1 -parallel 4 -timeout $(LAB_TIMEOUT) -v ./internal/lab/...
 
 # Issue 16's ratios against rival tools on the same bytes, files and
 # connections, each the median of 5 alternating pairs (docs/performance.md

@@ -15,11 +15,20 @@ import (
 	"time"
 )
 
+// sleeperConfig is the sleeping guest of the boot-end tests. The four of
+// them (timeout, cancel, the test binary's death, a guest hang) call
+// t.Parallel: after its boot each guest sleeps or hangs, its qemu nearly
+// idle, and their bounds are tens of seconds wide, so they run together
+// after the package's other tests (make lab-test gives -parallel 4): ~50 s
+// instead of ~120 s one by one. The scenarios stay one at a time: they keep
+// both processors busy (the slow-member boot at 99 % for minutes) and their
+// assertions time the kernel's work.
 func sleeperConfig(t *testing.T, timeout time.Duration) Config {
 	return Config{Name: "sleeper", WorkDir: t.TempDir(), Script: []byte("echo sleeping; sleep 600\n"), Timeout: timeout, MemMiB: 256}
 }
 
 func TestTimeoutKillsQemu(t *testing.T) {
+	t.Parallel() // beside the other boot-end tests: see sleeperConfig
 	shared.prepare(t)
 	cfg := sleeperConfig(t, 45*time.Second)
 	l := &Lab{Base: shared.base}
@@ -40,6 +49,7 @@ func TestTimeoutKillsQemu(t *testing.T) {
 }
 
 func TestCancelKillsQemu(t *testing.T) {
+	t.Parallel() // beside the other boot-end tests: see sleeperConfig
 	shared.prepare(t)
 	cfg := sleeperConfig(t, 10*time.Minute)
 	l := &Lab{Base: shared.base}
@@ -71,6 +81,7 @@ func TestQemuDiesWithTimedOutTestBinary(t *testing.T) {
 	if os.Getenv("TBHOST_LAB_HELPER") != "" {
 		t.Skip("in the helper")
 	}
+	t.Parallel()      // beside the other boot-end tests: see sleeperConfig
 	shared.prepare(t) // build the cache before the child needs it
 	dir := t.TempDir()
 	baseFile := filepath.Join(dir, "base.json")
@@ -128,6 +139,7 @@ func TestHelperLongBoot(t *testing.T) {
 // guest's hang watch lowered to 10 s: the boot must end early with a
 // HangError holding the blocked task's stack, not wait out its timeout.
 func TestGuestHangEndsTheBoot(t *testing.T) {
+	t.Parallel() // beside the other boot-end tests: see sleeperConfig
 	shared.prepare(t)
 	disks, _ := Disks(HDD, 1, 16, "512n")
 	script := `echo 2 > /proc/sys/kernel/hung_task_timeout_secs
