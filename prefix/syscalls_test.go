@@ -74,7 +74,7 @@ func TestExtractSystemCallsDoNotGrowWithWaste(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	calls := stracetest.Trace(t, "epoll_ctl,openat,newfstatat", "TestHelperExtractAndVerify", syscallsHelperEnv+"="+tables)
+	calls := stracetest.Trace(t, "epoll_ctl,openat,newfstatat,fsync,fdatasync,syncfs", "TestHelperExtractAndVerify", syscallsHelperEnv+"="+tables)
 	count := func(re string) int { return len(regexp.MustCompile(re).FindAll(calls, -1)) }
 	if opens := count(`openat\([^\n]*\.rtb[wz]"`); opens < 3*n {
 		t.Fatalf("%d opens of the %d tables traced, want at least %d (parse, copy, verify): is the trace whole?\n%s", opens, n, 3*n, calls)
@@ -89,5 +89,14 @@ func TestExtractSystemCallsDoNotGrowWithWaste(t *testing.T) {
 	}
 	if got := count(`newfstatat\(AT_FDCWD, "\."`); got > 1 {
 		t.Errorf("the working directory looked up %d times for %d tables, want at most once", got, n)
+	}
+	// the prefixes made durable a batch at a time (finishBatches): syncfs,
+	// not an fsync each; the fsyncs left are the run's own (the store
+	// directory, the manifest)
+	if got := count(`\bsyncfs\(`); got < 1 || got > n {
+		t.Errorf("%d syncfs calls for %d tables, want 1 to %d (one a batch)", got, n, n)
+	}
+	if got := count(`\bf(data)?sync\(`); got > n/4 {
+		t.Errorf("%d fsync calls for %d tables, want at most %d: the prefixes are fsynced one by one", got, n, n/4)
 	}
 }

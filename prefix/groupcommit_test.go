@@ -1,0 +1,131 @@
+package prefix
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tbhost/tbhost/prefix/prefixtest"
+)
+
+// copiedPrefixes copies n synthetic tables' prefixes into store, each
+// left as its temporary file, as a copy hands it to the finisher.
+func copiedPrefixes(t *testing.T, n int, store string) []*copied {
+	t.Helper()
+	tables := t.TempDir()
+	specs := coldSpecs(n)
+	for _, s := range specs {
+		if _, _, err := prefixtest.WriteTable(tables, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srcs, err := FindTables([]string{tables})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	env := newCopyEnv(store)
+	var cs []*copied
+	for _, p := range ParseAll(ctx, srcs, 2) {
+		c, _, err := copyPrefix(ctx, p, env, UptoBlockLengths, newChunks(), nopProgress{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// allReady is a closed channel holding cs: copies all ready at once.
+func allReady(cs []*copied) <-chan *copied {
+	ch := make(chan *copied, len(cs))
+	for _, c := range cs {
+		ch <- c
+	}
+	close(ch)
+	return ch
+}
+
+// finishAll runs finishBatches over done with syncfs and returns the
+// outcomes and the syncfs calls made.
+func finishAll(done <-chan *copied, syncfs func(int) error) ([]extractResult, int) {
+	calls := 0
+	results := make(chan extractResult)
+	go func() {
+		defer close(results)
+		finishBatches(context.Background(), done, results, 0, func(fd int) error { calls++; return syncfs(fd) })
+	}()
+	var out []extractResult
+	for r := range results {
+		out = append(out, r)
+	}
+	return out, calls
+}
+
+// Issue 16: the copies that are ready together are made durable together,
+// one syncfs for up to batchFiles prefixes instead of an fsync each, and
+// every prefix is renamed into place after it.
+func TestReadyCopiesShareOneSyncfs(t *testing.T) {
+	store := t.TempDir()
+	n := batchFiles + 8
+	res, calls := finishAll(allReady(copiedPrefixes(t, n, store)), unix.Syncfs)
+	if calls != 2 {
+		t.Errorf("%d prefixes ready at once: %d syncfs calls, want 2 (batches of %d and 8)", n, calls, batchFiles)
+	}
+	checkFinished(t, store, res, "")
+}
+
+// Where syncfs fails (a writeback error elsewhere on the file system, or
+// no syncfs in a sandbox), each prefix is fsynced on its own: the batch is
+// finished, and a prefix whose fsync fails (here: its file closed under
+// it) is reported alone, not renamed.
+func TestFailedSyncfsFallsBackToAnFsyncEach(t *testing.T) {
+	store := t.TempDir()
+	cs := copiedPrefixes(t, 5, store)
+	bad := cs[2]
+	bad.out.Close()
+	res, calls := finishAll(allReady(cs), func(int) error { return unix.EIO })
+	if calls != 1 {
+		t.Errorf("5 prefixes ready at once: %d syncfs calls, want 1", calls)
+	}
+	checkFinished(t, store, res, bad.p.Name)
+}
+
+// checkFinished: an outcome for each copy; each without error is renamed
+// into place with its bytes; failed (if not "") alone failed, at its
+// fsync, and left no file behind.
+func checkFinished(t *testing.T, store string, res []extractResult, failed string) {
+	t.Helper()
+	want := 0
+	for _, r := range res {
+		if r.p.Name == failed {
+			if r.err == nil || !strings.Contains(r.err.Error(), "fsync") {
+				t.Errorf("%s: its fsync failed, yet the outcome is %v", r.p.Name, r.err)
+			}
+			continue
+		}
+		if r.err != nil {
+			t.Errorf("%s: %v", r.p.Name, r.err)
+			continue
+		}
+		want++
+		fi, err := os.Stat(PrefixPath(store, r.p.Name))
+		if err != nil || fi.Size() != r.entry.Prefix || r.entry.Prefix == 0 {
+			t.Errorf("%s: prefix in place: %v, size %v, want %d", r.p.Name, err, fi, r.entry.Prefix)
+		}
+	}
+	ents, err := os.ReadDir(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != want {
+		names := ""
+		for _, e := range ents {
+			names += " " + e.Name()
+		}
+		t.Errorf("store holds %d files, want the %d prefixes finished:%s", len(ents), want, names)
+	}
+}
