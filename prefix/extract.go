@@ -336,12 +336,14 @@ func extractAll(ctx context.Context, todo []Parsed, opt ExtractOptions, prog Pro
 	go func() {
 		defer close(results)
 		env := newCopyEnv(opt.Store)
+		syncBatch, closeSync := storeSyncfs(opt.Store)
+		defer closeSync()
 		// room for a whole batch: the copies go on while one is synced
 		done := make(chan *copied, batchFiles)
 		finished := make(chan struct{})
 		go func() {
 			defer close(finished)
-			finishBatches(ctx, done, results, opt.Pause, unix.Syncfs)
+			finishBatches(ctx, done, results, opt.Pause, syncBatch)
 		}()
 		var copies errgroup.Group
 		copies.SetLimit(clampJobs(opt.Jobs))
@@ -373,6 +375,36 @@ func extractAll(ctx context.Context, todo []Parsed, opt ExtractOptions, prog Pro
 // again the finisher keeps at most 4*batchFiles descriptors open.
 const batchFiles = 32
 
+// storeSyncfs returns the syncfs(2) of the store's file system that
+// finishBatches makes a batch durable with, or nil (an fsync a prefix)
+// where syncfs cannot be trusted to report a failed write: before Linux
+// 5.8 it did not report writeback errors at all. It calls syncfs through
+// a descriptor of the store opened now, before the run writes anything:
+// syncfs reports the errors since its descriptor was opened, so one opened
+// later could miss a prefix's failed write. Once an error was seen, every
+// later batch falls back to an fsync each (still exact, only slower).
+func storeSyncfs(store string) (syncBatch func() error, closeFn func()) {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil || !syncfsReportsErrors(unix.ByteSliceToString(u.Release[:])) {
+		return nil, func() {}
+	}
+	d, err := os.Open(store)
+	if err != nil {
+		return nil, func() {}
+	}
+	return func() error { return unix.Syncfs(int(d.Fd())) }, func() { d.Close() }
+}
+
+// syncfsReportsErrors: a kernel release ("6.1.0-18-amd64") of Linux 5.8 or
+// later, whose syncfs returns writeback errors.
+func syncfsReportsErrors(release string) bool {
+	var major, minor int
+	if _, err := fmt.Sscanf(release, "%d.%d", &major, &minor); err != nil {
+		return false
+	}
+	return major > 5 || major == 5 && minor >= 8
+}
+
 // finishBatches makes the copied prefixes durable and renames them into
 // place, a group commit: it takes every copy that is ready (up to
 // batchFiles), makes them durable with one syncfs(2) of the store's file
@@ -382,12 +414,11 @@ const batchFiles = 32
 // the next copies queue, so batches grow when the copies outpace the disk
 // and shrink to a prefix at a time when the copies are the slow part (a
 // cold read from the HDD array). A prefix is renamed only once its bytes
-// are on disk, as before. Where syncfs fails (a writeback error anywhere on
-// that file system since the file was opened, or a kernel or sandbox
-// without it), each prefix of the batch is fsynced on its own, so an error
-// is reported for the prefix it belongs to.
-// syncfs is unix.Syncfs but in tests.
-func finishBatches(ctx context.Context, done <-chan *copied, results chan<- extractResult, pause time.Duration, syncfs func(fd int) error) {
+// are on disk, as before. Where syncBatch fails (a writeback error anywhere
+// on that file system during the run, or a sandbox without syncfs) or is
+// nil (storeSyncfs), each prefix of the batch is fsynced on its own, so an
+// error is reported for the prefix it belongs to.
+func finishBatches(ctx context.Context, done <-chan *copied, results chan<- extractResult, pause time.Duration, syncBatch func() error) {
 	batch := make([]*copied, 0, batchFiles)
 	for first := range done {
 		batch = append(batch[:0], first)
@@ -403,7 +434,7 @@ func finishBatches(ctx context.Context, done <-chan *copied, results chan<- extr
 				break more
 			}
 		}
-		synced := syncfs(int(batch[0].out.Fd())) == nil
+		synced := syncBatch != nil && syncBatch() == nil
 		for _, c := range batch {
 			e, n, err := c.finish(synced)
 			results <- extractResult{p: c.p, entry: e, read: n, err: err}
