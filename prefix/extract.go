@@ -449,7 +449,8 @@ func finishBatches(ctx context.Context, done <-chan *copied, results chan<- extr
 }
 
 // record takes the outcomes into the report and the manifest. Durability,
-// batched: each prefix is fsynced before its rename; the renames are made
+// batched: each prefix is made durable before its rename (finishBatches:
+// its batch's syncfs, or an fsync of its own); the renames are made
 // durable by one directory fsync per batch, and only then are the batch's
 // manifest lines written and fsynced. A crash can lose a batch's lines
 // (those prefixes are redone), never record a prefix whose rename is not on

@@ -304,9 +304,9 @@ func parseReadBytes(b []byte) (int64, error) {
 // chunk back to the disk as soon as it is in the page cache
 // (sync_file_range SYNC_FILE_RANGE_WRITE: asynchronous, it does not wait),
 // so the disk writes overlap the rest of the copy and the prefix's final
-// fsync waits only for the last chunks, as a copy followed by `sync` cannot.
-// The request is advice: where the kernel or file system refuses it, the
-// fsync still writes everything.
+// sync (its batch's syncfs, or its fsync) waits only for the last chunks,
+// as a copy followed by `sync` cannot. The request is advice: where the
+// kernel or file system refuses it, the final sync still writes everything.
 type writebackFile struct {
 	f   *os.File
 	off int64

@@ -360,8 +360,9 @@ func extractCommand() *cli.Command {
    first bytes up to the first data block (--upto block-lengths, the default) or up to the
    first block-length list (--upto sparse-index, for a small store). Only those bytes are
    read from the tables. Each prefix is checked against its header as it streams (block
-   lengths must add up), written to a hidden temporary file, fsynced, renamed into place,
-   and the directory fsynced: a crash never leaves a partial file under a final name.
+   lengths must add up), written to a hidden temporary file, made durable (one syncfs of the
+   store's file system for the prefixes finished together, or an fsync each), renamed into
+   place, and the directory fsynced: a crash never leaves a partial file under a final name.
    A manifest (tbhost-prefix-manifest.jsonl) records each table's path, size, mtime, prefix
    length and SHA-256; a rerun skips prefixes whose table and file are unchanged since the
    manifest (without re-reading them: prefix verify does that) and finishes the rest.
