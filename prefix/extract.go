@@ -384,8 +384,7 @@ const batchFiles = 32
 // later could miss a prefix's failed write. Once an error was seen, every
 // later batch falls back to an fsync each (still exact, only slower).
 func storeSyncfs(store string) (syncBatch func() error, closeFn func()) {
-	var u unix.Utsname
-	if unix.Uname(&u) != nil || !syncfsReportsErrors(unix.ByteSliceToString(u.Release[:])) {
+	if !syncfsTrusted() {
 		return nil, func() {}
 	}
 	d, err := os.Open(store)
@@ -393,6 +392,12 @@ func storeSyncfs(store string) (syncBatch func() error, closeFn func()) {
 		return nil, func() {}
 	}
 	return func() error { return unix.Syncfs(int(d.Fd())) }, func() { d.Close() }
+}
+
+// syncfsTrusted: the running kernel's syncfs reports writeback errors.
+func syncfsTrusted() bool {
+	var u unix.Utsname
+	return unix.Uname(&u) == nil && syncfsReportsErrors(unix.ByteSliceToString(u.Release[:]))
 }
 
 // syncfsReportsErrors: a kernel release ("6.1.0-18-amd64") of Linux 5.8 or

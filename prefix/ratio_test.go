@@ -10,9 +10,9 @@ package prefix
 // then `sync FILE...` (fsync of each copy: extract makes every prefix
 // durable before its rename, durability is part of its job; the goal), and
 // for information then `sync -f DIR` (one syncfs, as extract's group
-// commit does: the fastest way to make cp's copies durable); `sha256sum` of the
-// prefix files (of the store for verify, of the store and a second copy
-// for verify --full, which reads the tables' prefix ranges too).
+// commit does: the fastest way to make cp's copies durable); `sha256sum`
+// of the prefix files (of the store for verify, of the store and a second
+// copy for verify --full, which reads the tables' prefix ranges too).
 
 import (
 	"context"

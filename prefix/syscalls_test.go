@@ -92,7 +92,10 @@ func TestExtractSystemCallsDoNotGrowWithWaste(t *testing.T) {
 	}
 	// the prefixes made durable a batch at a time (finishBatches): syncfs,
 	// not an fsync each; the fsyncs left are the run's own (the store
-	// directory, the manifest)
+	// directory, the manifest). Before Linux 5.8 extract fsyncs each.
+	if !syncfsTrusted() {
+		return
+	}
 	if got := count(`\bsyncfs\(`); got < 1 || got > n {
 		t.Errorf("%d syncfs calls for %d tables, want 1 to %d (one a batch)", got, n, n)
 	}
