@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -247,29 +248,50 @@ func (r *Report) WriteFiles(dir string, offset time.Duration) error {
 	}
 	r.OffsetMs = float64(offset) / 1e6
 	// A file that cannot be written whole (a full disk) is removed, not
-	// left half-written, and the others are still written: summary.json,
-	// the measurement itself, whatever happened to the plots.
+	// left half-written, and the others are still written. summary.json,
+	// the measurement itself, goes first, so that the plots cannot take
+	// the room it needs; it lists the plots it expects, and is written
+	// again (smaller, in the room it had) without those the disk could not
+	// hold: the report lists what is there.
+	summary := filepath.Join(dir, "summary.json")
+	plots := []string{filepath.Join(dir, "ecdf.png"), filepath.Join(dir, "ecdf.svg")}
+	written := slices.Clone(r.Files)
+	planned := append(append(slices.Clone(written), plots...), summary)
 	var errs []error
-	for _, ext := range []string{"png", "svg"} {
-		p := filepath.Join(dir, "ecdf."+ext)
+	summaryErr := r.writeSummary(summary, planned)
+	for _, p := range plots {
 		if err := plotECDF(p, r, offset); err != nil {
 			os.Remove(p)
 			errs = append(errs, err)
 			continue
 		}
-		r.Files = append(r.Files, p)
+		written = append(written, p)
 	}
-	p := filepath.Join(dir, "summary.json")
-	r.Files = append(r.Files, p)
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err == nil {
-		if err = os.WriteFile(p, append(b, '\n'), 0o644); err != nil {
-			os.Remove(p)
+	if summaryErr == nil {
+		written = append(written, summary)
+		if len(written) < len(planned) {
+			summaryErr = r.writeSummary(summary, written)
 		}
 	}
-	if err != nil {
-		r.Files = r.Files[:len(r.Files)-1] // the report lists what is there
-		errs = append(errs, fmt.Errorf("summary: %w", err))
+	r.Files = written
+	if summaryErr != nil {
+		r.Files = slices.DeleteFunc(r.Files, func(f string) bool { return f == summary })
+		errs = append(errs, fmt.Errorf("summary: %w", summaryErr))
 	}
 	return errors.Join(errs...)
+}
+
+// writeSummary writes r, listing files, to path as indented JSON; a
+// summary that cannot be written whole is removed.
+func (r *Report) writeSummary(path string, files []string) error {
+	r.Files = files
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		os.Remove(path)
+		return err
+	}
+	return nil
 }
