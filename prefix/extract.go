@@ -382,7 +382,7 @@ const batchFiles = 32
 // a descriptor of the store opened now, before the run writes anything:
 // syncfs reports the errors since its descriptor was opened, so one opened
 // later could miss a prefix's failed write. Once an error was seen, every
-// later batch falls back to an fsync each (still exact, only slower).
+// later batch falls back to an fsync each (failedOnce).
 func storeSyncfs(store string) (syncBatch func() error, closeFn func()) {
 	if !syncfsTrusted() {
 		return nil, func() {}
@@ -391,7 +391,26 @@ func storeSyncfs(store string) (syncBatch func() error, closeFn func()) {
 	if err != nil {
 		return nil, func() {}
 	}
-	return func() error { return unix.Syncfs(int(d.Fd())) }, func() { d.Close() }
+	return failedOnce(func() error { return unix.Syncfs(int(d.Fd())) }), func() { d.Close() }
+}
+
+// failedOnce returns sync, except that once sync failed every later call
+// fails too, without calling it. syncfs reports a write error once and
+// then moves its descriptor past it: an error on a prefix of the next
+// batch (already written back while this batch synced) can be reported
+// to this batch's call, whose fsyncs do not find it in this batch's
+// files; the next batch's syncfs would then succeed and that prefix be
+// renamed unsynced. After a failure, only an fsync of each prefix, which
+// sees that prefix's own errors, is trusted.
+func failedOnce(sync func() error) func() error {
+	var failed error
+	return func() error {
+		if failed != nil {
+			return fmt.Errorf("an earlier syncfs of this run failed: %w", failed)
+		}
+		failed = sync()
+		return failed
+	}
 }
 
 // syncfsTrusted: the running kernel's syncfs reports writeback errors.

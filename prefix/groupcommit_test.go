@@ -159,3 +159,25 @@ func TestSyncfsTrustedFromLinux58(t *testing.T) {
 		}
 	}
 }
+
+// After one failed syncfs, every later batch is fsynced prefix by prefix,
+// though syncfs itself would succeed again (it reports an error once): the
+// error it reported may have been a later batch's prefix's.
+func TestSyncfsFailedOnceIsNotTrustedAgain(t *testing.T) {
+	calls := 0
+	sync := failedOnce(func() error {
+		calls++
+		if calls == 2 {
+			return unix.EIO
+		}
+		return nil
+	})
+	for i, want := range []bool{true, false, false, false} {
+		if ok := sync() == nil; ok != want {
+			t.Errorf("call %d: syncfs trusted %v, want %v", i+1, ok, want)
+		}
+	}
+	if calls != 2 {
+		t.Errorf("syncfs called %d times, want 2 (none after it failed)", calls)
+	}
+}
