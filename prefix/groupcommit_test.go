@@ -7,25 +7,13 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/tbhost/tbhost/prefix/prefixtest"
 )
 
 // copiedPrefixes copies n synthetic tables' prefixes into store, each
 // left as its temporary file, as a copy hands it to the finisher.
 func copiedPrefixes(t *testing.T, n int, store string) []*copied {
 	t.Helper()
-	tables := t.TempDir()
-	specs := coldSpecs(n)
-	for _, s := range specs {
-		if _, _, err := prefixtest.WriteTable(tables, s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	srcs, err := FindTables([]string{tables})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, srcs := writeTables(t, coldSpecs(n))
 	ctx := context.Background()
 	env := newCopyEnv(store)
 	var cs []*copied

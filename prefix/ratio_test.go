@@ -43,16 +43,8 @@ func ratioSets() []struct {
 // ratioFixture writes the tables, extracts them once into ref (the rival's
 // source: the same bytes as finished prefix files) and returns the sources.
 func ratioFixture(b *testing.B, specs []prefixtest.Spec) (tables, ref string, srcs []Source, refFiles []string, prefixBytes int64) {
-	tables, ref = b.TempDir(), b.TempDir()
-	for _, s := range specs {
-		if _, _, err := prefixtest.WriteTable(tables, s); err != nil {
-			b.Fatal(err)
-		}
-	}
-	srcs, err := FindTables([]string{tables})
-	if err != nil {
-		b.Fatal(err)
-	}
+	tables, srcs = writeTables(b, specs)
+	ref = b.TempDir()
 	rep, err := Extract(context.Background(), ParseAll(context.Background(), srcs, 4), ExtractOptions{Store: ref, Jobs: 4})
 	if err != nil || len(rep.Failed) > 0 {
 		b.Fatal(err, rep.Failed)
