@@ -179,14 +179,18 @@ func TestRunWarnsOnceAboutALongKernelBlockAndWaits(t *testing.T) {
 
 // A task in state D whose context switches keep counting is doing slow
 // I/O (an lvcreate zeroing a 5.5 GiB metadata LV on an HDD is in state D
-// at almost every look): no warning, however long.
+// at almost every look): no warning, however long. The fake task's count
+// moves every 5 ms; the threshold is 400 ms, the task lives 2 s: a watch
+// that ignored the count would warn within the run, while the writer would
+// have to stall for 400 ms (not 100, as before: it did once in a
+// clean-clone run of the whole suite) to fake a stuck task.
 func TestRunWatchIsQuietForSlowIOThatSwitches(t *testing.T) {
 	f := newFakeProc(t)
 	var warn syncBuffer
-	x := Exec{Blocked: &warn, BlockedAfter: 100 * time.Millisecond, ProcRoot: f.root}
+	x := Exec{Blocked: &warn, BlockedAfter: 400 * time.Millisecond, ProcRoot: f.root}
 	ch := make(chan error, 1)
 	go func() {
-		_, err := x.Run(context.Background(), f.child(1)...)
+		_, err := x.Run(context.Background(), f.child(2)...)
 		ch <- err
 	}()
 	pid := f.pid(t)
