@@ -54,10 +54,10 @@ lab-test:
 # keep-alive and python3 -m http.server; replay/h2load beside it, the third
 # client that arbitrates the p99). Cold runs drop the page cache
 # (root only; they skip otherwise); a missing fio, wrk or python3 is a skip
-# that names it (make deps installs fio, wrk and h2load). Takes ~6 minutes on the 2-CPU test machine.
+# that names it (make deps installs fio, wrk, h2load and gcc, for the C floor loop of the probe comparison). Takes ~7.5 minutes on the 2-CPU test machine.
 bench:
 	@$(GO) test -count=1 -run '^$$' -bench 'Ratio' -benchtime 1x -timeout 60m ./prefix/ ./internal/bench/ > bench.log 2>&1; rc=$$?; \
-	grep -E 'RATIO|pairs (probe|replay)|listen drops|tail probe|cpu probe|clock probe|baseline fio|not installed|need root|FAIL|panic' bench.log | sed 's/^ *[a-z_]*_test.go:[0-9]*: //'; \
+	grep -E 'RATIO|pairs (probe|replay)|listen drops|tail probe|cpu probe|clock probe|baseline fio|floor probe|not installed|need root|FAIL|panic' bench.log | sed 's/^ *[a-z_]*_test.go:[0-9]*: //'; \
 	echo "(full output: bench.log)"; exit $$rc
 
 # every Go benchmark of the repository (ns/op, allocations, the older same-run baselines)

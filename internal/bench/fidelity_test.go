@@ -315,6 +315,7 @@ func TestCacheWholeFileAfterEviction(t *testing.T) {
 // pairs of fio runs against each other, the noise floor of that goal.
 func BenchmarkRatioProbeVsFio(b *testing.B) {
 	file := fidelityFixture(b)
+	floor, floorErr := buildCLoop(b)
 	for _, how := range []IO{IOPread, IOMmap} {
 		engine := map[IO]string{IOPread: "psync", IOMmap: "mmap"}[how]
 		for _, cold := range []bool{false, true} {
@@ -349,6 +350,16 @@ func BenchmarkRatioProbeVsFio(b *testing.B) {
 				aa, aaAll, _, _ := medianRatios(5, fio, fio)
 				b.Logf("baseline fio/fio %s %s: p50 %.2f p99 %.2f p99.9 %.2f (median of 5 pairs of fio runs, the same measure with nothing different; pairs p50 %s, p99 %s, p99.9 %s; information: the noise floor of the goal above)",
 					how, name, aa[0], aa[1], aa[2], fmtRatios(aaAll[0]), fmtRatios(aaAll[1]), fmtRatios(aaAll[2]))
+				// the floor: the same reads from plain pthreads (cloop.c)
+				if floor == nil {
+					b.Logf("floor probe/C-loop %s %s: skipped: %v", how, name, floorErr)
+				} else {
+					cl := func() pcts { return floor.randRead(b, file, how, n, cold) }
+					hc, hcAll, _, lastC := medianRatios(5, func() pcts { return harnessRandRead(b, file, how, n, cold) }, cl)
+					fc, fcAll, _, _ := medianRatios(5, fio, cl)
+					b.Logf("floor probe/C-loop %s %s: p50 %.2f p99 %.2f p99.9 %.2f; fio/C-loop p50 %.2f p99 %.2f p99.9 %.2f (median of 5 pairs each; pairs p99 probe %s, fio %s; last C loop %s; information: what each adds over the same reads from 12 pthreads with no runtime, testdata/cloop/cloop.c)",
+						how, name, hc[0], hc[1], hc[2], fc[0], fc[1], fc[2], fmtRatios(hcAll[1]), fmtRatios(fcAll[1]), fmtPcts(lastC))
+				}
 				if !cold {
 					// A warm read takes 0.5-2 us, and the stopwatch is part
 					// of it: fio times with the CPU's TSC, the harness with
