@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tbhost/tbhost/prefix/prefixtest"
 )
 
 // failingStoreTables split addSyntheticTables's set: the first three are
@@ -77,17 +79,30 @@ exit 0
 // TestExtractOntoAFailingStore (issue 16's group commit, on a real kernel
 // and real writeback errors): see failingStoreScript. Checked for each
 // file system: the failed run exits 1 naming each table of the failing
-// half, leaves none of their prefixes (nor a temporary file) in the store,
-// before the remount or after; after the remount every prefix of the
-// healthy half verifies with --full and the failing half is reported
-// missing, nothing else; a rerun on the healed disk extracts them and the
-// whole store verifies clean.
+// half and leaves none of their prefixes in the store, before the remount
+// or after, nor their temporary files (except, before the remount, on the
+// journal's file system gone read-only, where they cannot be removed);
+// after the remount every prefix of the healthy half verifies with --full
+// and the failing half is reported missing, nothing else; a rerun on the
+// healed disk extracts them and the whole store verifies clean.
+//
+// The failing half's KQPvKQ.rtbw has a real-size prefix (4 MiB, where the
+// others have 6-36 KiB): its copy asks for writeback every 1 MiB, so its
+// write errors happen while it is copied, before the batch's syncfs,
+// which must still report them (its store descriptor was opened before
+// the run wrote anything); the small ones are first written back by the
+// syncfs itself.
 func TestExtractOntoAFailingStore(t *testing.T) {
 	hdd, _ := Disks(HDD, 1, 128, "512n")
 	files := map[string][]byte{}
 	if err := addSyntheticTables(files); err != nil {
 		t.Fatal(err)
 	}
+	large, err := prefixtest.Build(prefixtest.Spec{Name: "KQPvKQ.rtbw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files["/synth/KQPvKQ.rtbw"] = large.Bytes
 	res := boot(t, Config{Name: "failing-store", Disks: hdd, Script: []byte(failingStoreScript), Files: files, Timeout: 10 * time.Minute})
 	if res.ExitCode != 0 {
 		t.Fatalf("scenario exit %d (log %s)", res.ExitCode, res.LogPath)
