@@ -67,16 +67,21 @@ func (c *cLoop) run(file, offsetsFile string, clients int, how IO) (cLoopResult,
 	if len(f) != 7 {
 		return cLoopResult{}, fmt.Errorf("cloop printed %q, want 7 fields", res.Stdout)
 	}
+	// latencies in ns, but field 5: the sum of the bytes read
+	sum, err := strconv.ParseUint(f[5], 10, 64)
 	var v [7]float64
-	for i, s := range f {
-		if v[i], err = strconv.ParseFloat(s, 64); err != nil {
-			return cLoopResult{}, fmt.Errorf("cloop printed %q: %w", res.Stdout, err)
+	for i := 0; i < len(f) && err == nil; i++ {
+		if i != 5 {
+			v[i], err = strconv.ParseFloat(f[i], 64)
 		}
+	}
+	if err != nil {
+		return cLoopResult{}, fmt.Errorf("cloop printed %q: %w", res.Stdout, err)
 	}
 	ms := func(ns float64) float64 { return ns / 1e6 }
 	return cLoopResult{
 		pcts: pcts{q: [3]float64{ms(v[0]), ms(v[1]), ms(v[3])}, p998: ms(v[2]), p9995: ms(v[4]), mean: ms(v[6])},
-		sum:  uint64(v[5]),
+		sum:  sum,
 	}, nil
 }
 
