@@ -32,6 +32,17 @@ var ErrBusy = errors.New("store busy")
 // ErrNoSpace: the store would not fit on its file system.
 var ErrNoSpace = errors.New("not enough free space in the store")
 
+// StoppedError is the error of a run that stopped part way: interrupted,
+// or its prefixes could not be made durable or recorded in the store (a
+// write error of the store's disk, a full file system). Extract's report
+// then holds what the run did before it: Written counts only the prefixes
+// recorded in the manifest, and every other table it renamed is in Failed
+// (the next extract redoes it).
+type StoppedError struct{ Err error }
+
+func (e *StoppedError) Error() string { return e.Err.Error() }
+func (e *StoppedError) Unwrap() error { return e.Err }
+
 // Progress receives extraction progress; it must be safe for concurrent use.
 type Progress interface {
 	Begin(files int, bytes int64)
@@ -219,10 +230,11 @@ func Extract(ctx context.Context, parsed []Parsed, opt ExtractOptions) (*Extract
 	logErr := record(extractAll(ctx, todo, opt, prog), opt.Store, log, man, rep, prog)
 	rep.Seconds = time.Since(start).Seconds()
 	if logErr != nil {
-		return rep, logErr
+		return rep, &StoppedError{fmt.Errorf("store %s: %d of this run's prefixes are recorded; the rest could not be made durable and recorded (named as failed; the next extract redoes them): fix the store's file system (for an I/O error see the kernel log, dmesg, for its disk), then rerun extract and verify --full: %w",
+			opt.Store, rep.Written, logErr)}
 	}
 	if err := ctx.Err(); err != nil {
-		return rep, fmt.Errorf("extract interrupted after %d prefixes (rerun to finish; finished prefixes are kept): %w", rep.Written, err)
+		return rep, &StoppedError{fmt.Errorf("extract interrupted after %d prefixes (rerun to finish; finished prefixes are kept): %w", rep.Written, err)}
 	}
 	// Compact the log once superseded lines make up half of it.
 	if manifestLines(opt.Store) > 2*len(man) {
@@ -478,9 +490,16 @@ func finishBatches(ctx context.Context, done <-chan *copied, results chan<- extr
 // durable by one directory fsync per batch, and only then are the batch's
 // manifest lines written and fsynced. A crash can lose a batch's lines
 // (those prefixes are redone), never record a prefix whose rename is not on
-// disk. It returns the first manifest error (and keeps draining results).
-func record(results <-chan extractResult, store string, log *manifestLog, man Manifest, rep *ExtractReport, prog Progress) error {
+// disk. It returns the first manifest error (and keeps draining results);
+// after one, no further line is written, and the prefixes renamed but not
+// recorded are moved from Written to Failed (notRecorded).
+func record(results <-chan extractResult, store string, log *manifestLog, man Manifest, rep *ExtractReport, prog Progress) (logErr error) {
 	var pending []ManifestEntry
+	defer func() {
+		if logErr != nil {
+			notRecorded(rep, pending, logErr)
+		}
+	}()
 	lastFlush := time.Now()
 	flush := func() error {
 		if len(pending) == 0 {
@@ -494,11 +513,13 @@ func record(results <-chan extractResult, store string, log *manifestLog, man Ma
 				return err
 			}
 		}
+		if err := log.sync(); err != nil {
+			return err
+		}
 		pending = pending[:0]
 		lastFlush = time.Now()
-		return log.sync()
+		return nil
 	}
-	var logErr error
 	for r := range results {
 		rep.BytesRead += r.read
 		if r.err != nil {
@@ -519,6 +540,19 @@ func record(results <-chan extractResult, store string, log *manifestLog, man Ma
 		logErr = flush()
 	}
 	return logErr
+}
+
+// notRecorded moves the prefixes the run renamed but could not record
+// (pending: their directory fsync or manifest lines failed with logErr)
+// from the report's Written to its Failed: they may not be in the store
+// after a crash, and the next extract redoes them.
+func notRecorded(rep *ExtractReport, pending []ManifestEntry, logErr error) {
+	for _, e := range pending {
+		rep.Written--
+		rep.BytesWritten -= e.Prefix
+		rep.Failed = append(rep.Failed, Failure{Name: e.Name, Path: e.Source,
+			Error: fmt.Sprintf("renamed into the store but not made durable and recorded: %v", logErr)})
+	}
 }
 
 // upToDate: the manifest says this table (same size and mtime) was extracted at this level,

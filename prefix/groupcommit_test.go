@@ -2,9 +2,11 @@ package prefix
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -167,5 +169,67 @@ func TestSyncfsFailedOnceIsNotTrustedAgain(t *testing.T) {
 	}
 	if calls != 2 {
 		t.Errorf("syncfs called %d times, want 2 (none after it failed)", calls)
+	}
+}
+
+// doneSignal is a Progress that closes its channel when the table named
+// name is done (record calls Done after the flush that result triggered).
+type doneSignal struct {
+	nopProgress
+	name string
+	ch   chan struct{}
+}
+
+func (d doneSignal) Done(name string, _ int64, _ error) {
+	if name == d.name {
+		close(d.ch)
+	}
+}
+
+// A run whose store stops taking its directory fsync part way (its disk
+// failed, as in the lab's TestExtractOntoAFailingStore): the prefixes
+// recorded before stay written; the one renamed after is not recorded,
+// and the report moves it from written to failed, beside the table whose
+// copy failed.
+func TestRecordCountsOnlyRecordedPrefixesAfterAFailedFlush(t *testing.T) {
+	store, logDir := t.TempDir(), t.TempDir()
+	log, err := openManifestLog(logDir) // the manifest apart, to read it after
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.close()
+	ok := func(n string) extractResult {
+		return extractResult{p: Parsed{Source: Source{Name: n, Path: "/t/" + n}}, read: 100,
+			entry: ManifestEntry{Name: n, Source: "/t/" + n, Prefix: 100}}
+	}
+	flushedB := make(chan struct{})
+	results := make(chan extractResult)
+	go func() {
+		defer close(results)
+		results <- ok("A")
+		time.Sleep(flushEvery + 50*time.Millisecond)
+		results <- ok("B") // flushes A and B
+		<-flushedB
+		if err := os.Remove(store); err != nil { // the directory fsync fails from now on
+			t.Error(err)
+		}
+		results <- ok("C")
+		results <- extractResult{p: Parsed{Source: Source{Name: "D", Path: "/t/D"}}, err: errors.New("copy failed")}
+	}()
+	rep := &ExtractReport{Failed: []Failure{}}
+	err = record(results, store, log, Manifest{}, rep, doneSignal{name: "B", ch: flushedB})
+	if err == nil {
+		t.Fatal("record: no error although the store's directory fsync failed")
+	}
+	var failed []string
+	for _, f := range rep.Failed {
+		failed = append(failed, f.Name+": "+f.Error)
+	}
+	if rep.Written != 2 || rep.BytesWritten != 200 || len(failed) != 2 ||
+		!strings.HasPrefix(failed[0], "D: copy failed") || !strings.HasPrefix(failed[1], "C: renamed into the store but not made durable and recorded: ") {
+		t.Errorf("report: %d written (%d bytes), failed %q; want 2 written (200 bytes), D's copy and C's record failed", rep.Written, rep.BytesWritten, failed)
+	}
+	if n := manifestLines(logDir); n != 2 {
+		t.Errorf("the manifest has %d lines, want A's and B's", n)
 	}
 }

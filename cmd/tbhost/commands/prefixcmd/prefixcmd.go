@@ -434,19 +434,25 @@ func extractCommand() *cli.Command {
 				Store: c.String("store"), Upto: upto, UptoByName: byName, Jobs: n, Force: c.Bool("force"),
 				Pause: c.Duration("pause-each"), Progress: prog, PhysicalFrom: &physFrom,
 			})
-			if err != nil {
+			var stopped *prefix.StoppedError
+			if err != nil && !errors.As(err, &stopped) {
 				if errors.Is(err, prefix.ErrNoSpace) || errors.Is(err, prefix.ErrBusy) {
 					return cliutil.Problem(err)
 				}
 				return cliutil.CannotRun(err)
 			}
+			// a run that stopped part way reports what it did, then why
+			// it stopped (exit 3)
 			if err := g.Output(rep, func(w io.Writer) error { return printExtract(w, rep) }); err != nil {
 				return err
 			}
+			for _, f := range rep.Failed {
+				fmt.Fprintf(g.Stderr, "tbhost: FAILED %s: %s\n", f.Name, f.Error)
+			}
+			if stopped != nil {
+				return cliutil.CannotRun(err)
+			}
 			if len(rep.Failed) > 0 {
-				for _, f := range rep.Failed {
-					fmt.Fprintf(g.Stderr, "tbhost: FAILED %s: %s\n", f.Name, f.Error)
-				}
 				return cliutil.Problem(failedSummary(rep))
 			}
 			return nil

@@ -526,6 +526,76 @@ func TestExtractKilledMidRunThenRerun(t *testing.T) {
 	}
 }
 
+// SIGINT mid-run: extract stops with exit 3, and its --json document still
+// holds the report next to the error (README: a partial extract keeps its
+// result), whose written count is what the manifest records.
+func TestExtractInterruptedReportsWhatItDid(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildTbhost(t)
+	tables := t.TempDir()
+	// more tables than a run holds copied but not yet renamed (a batch
+	// and the finisher's queue, 2*32): those are still renamed after the
+	// signal, the rest is not started
+	names := synthNames()
+	for _, a := range "QRBN" {
+		for _, b := range "QRBN" {
+			for _, c := range "QRBNP" {
+				names = append(names, fmt.Sprintf("K%c%cvK%c.rtbw", a, b, c), fmt.Sprintf("K%c%cvK%c.rtbz", a, b, c))
+			}
+		}
+	}
+	made := 0
+	for _, n := range names {
+		if _, _, err := prefixtest.WriteTable(tables, prefixtest.Spec{Name: n}); err == nil {
+			made++
+		}
+	}
+	if made < 150 {
+		t.Fatalf("only %d synthetic tables", made)
+	}
+	store := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(bin, "prefix", "extract", "--json", "--tables", tables, "--store", store, "--jobs", "1", "--pause-each", "100ms")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// interrupted once the first manifest lines are written (a second in)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if st, err := os.Stat(filepath.Join(store, prefix.ManifestName)); err == nil && st.Size() > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no manifest line after 30 s\n%s", stderr.String())
+		}
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	var doc struct {
+		prefix.ExtractReport
+		Error *cliutil.ErrorJSON `json:"error"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
+		t.Fatalf("stdout is not one JSON document: %v\n%s", err, stdout.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 3 || doc.Error == nil || doc.Error.ExitCode != 3 || !strings.Contains(doc.Error.Message, "interrupted") {
+		t.Fatalf("extract after SIGINT: exit %d, error %+v; want exit 3 and an error object saying it was interrupted\n%s", code, doc.Error, stdout.String())
+	}
+	man, err := prefix.LoadManifest(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc.Tables != made || doc.Written < 1 || doc.Written >= made || len(man) != doc.Written {
+		t.Errorf("report after SIGINT: %d tables, %d written; the manifest records %d; want all %d tables, some but not all written, each recorded\n%s",
+			doc.Tables, doc.Written, len(man), made, stdout.String())
+	}
+}
+
 // On a terminal, extract draws a progress bar (files, bytes, rate, ETA) on
 // stderr; in JSON mode without a terminal stdout is only the JSON report.
 func TestExtractProgressOutputs(t *testing.T) {
