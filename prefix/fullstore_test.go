@@ -1,0 +1,93 @@
+package prefix
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A store whose file system fills up during the run (another writer took
+// the space the free-space check saw; FreeSpace says there is room here):
+// a tmpfs of half the prefixes' size, so the kernel's own ENOSPC stops
+// some copies and perhaps the manifest's appends. Every prefix under its
+// final name is whole; the report's written are exactly the manifest's
+// entries and every other table is named as failed with the full disk's
+// error; no temporary file is left. Once the file system has room,
+// extract again finishes and verify --full is clean.
+func TestExtractOntoAStoreThatFillsUp(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIP: only root can mount the small tmpfs that stands in for a full store")
+	}
+	ctx := context.Background()
+	tables, srcs := writeTables(t, coldSpecs(60))
+	parsed := ParseAll(ctx, srcs, 2)
+	var need int64
+	for _, p := range parsed {
+		if p.Err != nil {
+			t.Fatal(p.Err)
+		}
+		need += p.Layout.PrefixLen(UptoBlockLengths)
+	}
+	store := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", need/2), "tbhost-full-store-test", store).CombinedOutput(); err != nil {
+		t.Skipf("SKIP: cannot mount a tmpfs: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", store).Run() })
+
+	plenty := func(string) (int64, error) { return need * 4, nil }
+	rep, err := Extract(ctx, parsed, ExtractOptions{Store: store, Jobs: 4, FreeSpace: plenty})
+	var stopped *StoppedError
+	if err != nil && (!errors.As(err, &stopped) || !strings.Contains(err.Error(), "no space left on device")) {
+		t.Fatalf("extract onto a store that fills up: %v; want no error, or a stopped run naming the full disk", err)
+	}
+	if rep.Written < 1 || len(rep.Failed) < 1 || rep.Written+len(rep.Failed) != len(parsed) {
+		t.Fatalf("%d written, %d failed of %d tables (%d bytes into a store of %d): want some of each, every table one of them",
+			rep.Written, len(rep.Failed), len(parsed), need, need/2)
+	}
+	for _, f := range rep.Failed {
+		if !strings.Contains(f.Error, "no space left on device") || !strings.Contains(f.Error, "file system is full: free space on it, or extract with --capacity") {
+			t.Errorf("failed %s: %q; want the full disk's error and its fix", f.Name, f.Error)
+		}
+	}
+	man, merr := LoadManifest(store)
+	if merr != nil {
+		t.Fatal(merr)
+	}
+	if len(man) != rep.Written {
+		t.Errorf("the manifest records %d prefixes, the report says %d written", len(man), rep.Written)
+	}
+	temps, _ := filepath.Glob(filepath.Join(store, ".*"+PrefixSuffix+".tmp"))
+	if len(temps) != 0 {
+		t.Errorf("temporary files left in the full store: %q", temps)
+	}
+	// what is under a final name is whole: recorded ones verify against
+	// the manifest, and nothing differs from its table
+	fast := verify(t, tables, store, false)
+	full := verify(t, tables, store, true)
+	for _, f := range append(fast.Findings, full.Findings...) {
+		if f.Kind != FindMissing && f.Kind != FindUnrecorded {
+			t.Errorf("after the full run: %s", f)
+		}
+	}
+	if fast.OK != rep.Written {
+		t.Errorf("after the full run %d prefixes verify against the manifest, want the %d written", fast.OK, rep.Written)
+	}
+	t.Logf("%d prefixes (%d bytes) into a store of %d bytes: %d written, %d failed (%v; the first: %s)", len(parsed), need, need/2, rep.Written, len(rep.Failed), err, rep.Failed[0].Error)
+
+	// room again: the rest is extracted, and the whole store verifies
+	if out, err := exec.Command("mount", "-o", fmt.Sprintf("remount,size=%d", need*2), store).CombinedOutput(); err != nil {
+		t.Fatalf("remount the store larger: %v %s", err, out)
+	}
+	rep, err = Extract(ctx, parsed, ExtractOptions{Store: store, Jobs: 4})
+	if err != nil || len(rep.Failed) != 0 || rep.Written+rep.Skipped != len(parsed) {
+		t.Fatalf("extract again with room: %v, %d written, %d unchanged, failed %+v", err, rep.Written, rep.Skipped, rep.Failed)
+	}
+	if v := verify(t, tables, store, true); len(v.Findings) != 0 || v.OK != len(parsed) {
+		t.Errorf("verify --full after the second run: %d ok, %v", v.OK, v.Findings)
+	}
+}
