@@ -648,7 +648,12 @@ func (s *syncer) transfer(ctx context.Context, files []SourceFile) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("rsync from %s: %w: %s (rerun tbhost tables sync: verified files stay, partial ones resume)", s.opts.From, runErr, strings.TrimSpace(errb.String()))
+		msg := strings.TrimSpace(errb.String())
+		if strings.Contains(msg, "No space left on device") {
+			return fmt.Errorf("destination %s is full: make room on its file system (df -h %s; an array too small for the set: see tbhost lvm plan), then rerun tbhost tables sync (verified files stay, partial ones resume); rsync from %s: %w: %s",
+				s.opts.To, s.opts.To, s.opts.From, runErr, msg)
+		}
+		return fmt.Errorf("rsync from %s: %w: %s (rerun tbhost tables sync: verified files stay, partial ones resume)", s.opts.From, runErr, msg)
 	}
 	return nil
 }

@@ -1,0 +1,80 @@
+package tablesync_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tbhost/tbhost/internal/tablesync"
+	"github.com/tbhost/tbhost/internal/tablesync/rsyncd"
+)
+
+// A destination that fills up in the middle of the copy (an array built
+// too small, or the wrong mount): a tmpfs of about half the old host's
+// bytes, so rsync's writes get the kernel's own ENOSPC. The run fails
+// with an error that says the destination is full and how to go on; every
+// file under its final name is byte for byte the old host's; once the
+// destination has room, a rerun completes.
+func TestSyncOntoAFullDestination(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIP: only root can mount the small tmpfs that stands in for a full array")
+	}
+	h := rsyncd.NewOldHost(t)
+	var total int64
+	for _, n := range h.Names {
+		st, err := os.Stat(h.Path(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += st.Size()
+	}
+	to := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", total/2), "tbhost-full-array-test", to).CombinedOutput(); err != nil {
+		t.Skipf("SKIP: cannot mount a tmpfs: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", to).Run() })
+	lists, err := tablesync.LoadLists(h.Lists)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, _ := tablesync.ParseSet("3-7")
+	opts := tablesync.Options{From: h.URL, To: to, Set: set, Lists: lists}
+
+	rep, err := tablesync.Sync(context.Background(), opts)
+	if err == nil || !strings.Contains(err.Error(), "No space left on device") || !strings.Contains(err.Error(), "destination "+to+" is full") {
+		t.Fatalf("sync into a destination of %d bytes for %d: %v; want the full disk named, with its fix", total/2, total, err)
+	}
+	if rep.Complete || rep.Landed >= len(h.Names) {
+		t.Errorf("report after the full disk: complete %v, %d landed of %d", rep.Complete, rep.Landed, len(h.Names))
+	}
+	landed := 0
+	for _, n := range h.Names {
+		rel, _ := filepath.Rel(h.Dir, h.Path(n))
+		got, err := os.ReadFile(filepath.Join(to, rel))
+		if err != nil {
+			continue
+		}
+		landed++
+		if want, _ := os.ReadFile(h.Path(n)); !bytes.Equal(got, want) {
+			t.Errorf("%s under its final name differs from the old host's (%d of %d bytes)", rel, len(got), len(want))
+		}
+	}
+	if landed != rep.Landed {
+		t.Errorf("%d files under their final names, the report says %d landed", landed, rep.Landed)
+	}
+	t.Logf("%d of %d files (%d bytes) into %d bytes before the disk was full: %v", landed, len(h.Names), total, total/2, err)
+
+	// room again: the rerun completes
+	if out, err := exec.Command("mount", "-o", fmt.Sprintf("remount,size=%d", total*3), to).CombinedOutput(); err != nil {
+		t.Fatalf("remount the destination larger: %v %s", err, out)
+	}
+	rep, err = tablesync.Sync(context.Background(), opts)
+	if err != nil || !rep.Complete || rep.AlreadyVerified+rep.Landed != len(h.Names) {
+		t.Fatalf("rerun with room: %v, complete %v, %d verified before, %d landed", err, rep.Complete, rep.AlreadyVerified, rep.Landed)
+	}
+}
