@@ -523,9 +523,7 @@ func record(results <-chan extractResult, store string, log *manifestLog, man Ma
 	for r := range results {
 		rep.BytesRead += r.read
 		if r.err != nil {
-			if errors.Is(r.err, unix.ENOSPC) {
-				r.err = fmt.Errorf("%w (the store's file system is full: free space on it, or extract with --capacity SIZE to fit the levels to it)", r.err)
-			}
+			r.err = withDiskHint(r.err)
 			rep.Failed = append(rep.Failed, Failure{Name: r.p.Name, Path: r.p.Path, Error: r.err.Error()})
 			prog.Done(r.p.Name, 0, r.err)
 			continue

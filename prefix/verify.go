@@ -16,6 +16,7 @@ import (
 
 	"github.com/tbhost/tbhost/internal/sysread"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sys/unix"
 )
 
 // Finding kinds reported by Verify.
@@ -195,7 +196,7 @@ func verifyOne(ctx context.Context, src Source, store string, e ManifestEntry, h
 		}
 		same, n, err := sameBytes(ppath, src.Path, pst.Size())
 		if err != nil {
-			add(FindCorrupt, ppath, "%v", err)
+			add(FindCorrupt, ppath, "%v", withDiskHint(err))
 		} else if !same {
 			add(FindStale, ppath, "prefix bytes differ from the table's first %d bytes; remove %s and rerun extract", pst.Size(), ppath)
 		}
@@ -218,6 +219,8 @@ func verifyOne(ctx context.Context, src Source, store string, e ManifestEntry, h
 	sum, n, cerr := hashAndCheck(ctx, ppath, src.Name, e)
 	read := n
 	switch {
+	case errors.Is(cerr, unix.EIO):
+		add(FindCorrupt, ppath, "%v", withDiskHint(cerr))
 	case cerr != nil:
 		add(FindCorrupt, ppath, "%v; remove %s and rerun extract", cerr, ppath)
 	case sum != e.SHA256:
@@ -236,7 +239,7 @@ func verifyOne(ctx context.Context, src Source, store string, e ManifestEntry, h
 		tsum, m, err := hashPrefix(ctx, src.Path, e.Prefix)
 		read += m
 		if err != nil {
-			add(FindBadTable, src.Path, "read table: %v", err)
+			add(FindBadTable, src.Path, "read table: %v", withDiskHint(err))
 		} else if tsum != e.SHA256 {
 			add(FindStale, src.Path, "the table's first %d bytes hash to %s, the prefix was extracted as %s: the table changed; remove %s and rerun extract", e.Prefix, tsum, e.SHA256, ppath)
 		}

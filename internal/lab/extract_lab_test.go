@@ -116,6 +116,24 @@ for v in journal nojournal; do
     heal_and_check $P $O
   done
 done
+
+lab_step "prefix verify of a store whose disk fails every read"
+P=reads; O=$LAB_OUT/$P; mkdir -p $O
+store_up $P ""
+tbhost prefix extract --json --tables /t1 --tables /t2 --store /mnt/$P/store > $O/extract.json 2> $O/extract.err; echo $? > $O/extract.rc
+# mounted again read-only (no write to fail), the metadata read in while
+# the disk is healthy, the prefixes' data not
+umount /mnt/$P && mount -o ro -t ext4 /dev/mapper/st-$P /mnt/$P || exit 47
+ls -l /mnt/$P/store > /dev/null && cat /mnt/$P/store/tbhost-prefix-manifest.jsonl > /dev/null || exit 47
+# every read and write fails from now on (dm-flakey without features)
+lab_run dmsetup suspend --nolockfs st-$P || exit 44
+lab_run dmsetup load st-$P --table "0 $sectors flakey $HDD $start 0 3600" || exit 44
+lab_run dmsetup resume st-$P || exit 44
+tbhost prefix verify --json --tables /t1 --tables /t2 --store /mnt/$P/store > $O/verify.json 2> $O/verify.err; echo $? > $O/verify.rc
+tbhost prefix verify --full --json --tables /t1 --tables /t2 --store /mnt/$P/store > $O/verify-full.json 2> $O/verify-full.err; echo $? > $O/verify-full.rc
+dmesg | grep -iE 'I/O error|EXT4-fs|Buffer I/O|blk_update|flakey' | tail -10 > $O/dmesg.txt
+lab_run dmsetup suspend --nolockfs st-$P && lab_run dmsetup load st-$P --table "0 $sectors linear $HDD $start" && lab_run dmsetup resume st-$P || exit 45
+umount /mnt/$P; dmsetup remove st-$P
 exit 0
 `
 
@@ -137,7 +155,7 @@ exit 0
 // the run wrote anything); the small ones are first written back by the
 // syncfs itself.
 func TestExtractOntoAFailingStore(t *testing.T) {
-	hdd, _ := Disks(HDD, 1, 224, "512n") // six stores of 32 MiB
+	hdd, _ := Disks(HDD, 1, 256, "512n") // seven stores of 32 MiB
 	files := map[string][]byte{}
 	if err := addSyntheticTables(files); err != nil {
 		t.Fatal(err)
@@ -224,6 +242,36 @@ func TestExtractOntoAFailingStore(t *testing.T) {
 				checkFailedMidRun(t, func(n string) string { return strings.TrimSpace(string(res.Outputs["after-"+when+"-"+v+"/"+n])) },
 					when, len(healthy)+len(failing))
 			})
+		}
+	}
+	t.Run("reads", func(t *testing.T) {
+		checkReadsFail(t, func(n string) string { return strings.TrimSpace(string(res.Outputs["reads/"+n])) }, len(healthy)+len(failing))
+	})
+}
+
+// checkReadsFail checks verify of a store whose disk fails every read
+// (failingStoreScript's reads phase): with and without --full, exit 1 and
+// each prefix named, its finding saying the disk failed the read and
+// where to look (the kernel log, the device's health), not to remove it.
+func checkReadsFail(t *testing.T, out func(string) string, tables int) {
+	if rc := out("extract.rc"); rc != "0" {
+		t.Fatalf("extract onto the healthy disk: exit %s\n%s\n%s", rc, out("extract.json"), out("extract.err"))
+	}
+	t.Logf("kernel:\n%s", out("dmesg.txt"))
+	for _, run := range []string{"verify", "verify-full"} {
+		ver := verifyReport(t, out, run)
+		named := map[string]bool{}
+		for _, f := range ver.Findings {
+			if f.Kind != "corrupt" || !strings.Contains(f.Detail, "input/output error") || !strings.Contains(f.Detail, "see the kernel log, dmesg, for which device") {
+				t.Errorf("%s: %s %s: %s; want corrupt, the disk's I/O error and where to look", run, f.Kind, f.Name, f.Detail)
+			}
+			if len(named) == 0 {
+				t.Logf("%s, the first finding: %s %s: %s", run, f.Kind, f.Name, f.Detail)
+			}
+			named[f.Name] = true
+		}
+		if rc := out(run + ".rc"); rc != "1" || len(named) != tables || ver.OK != 0 {
+			t.Errorf("%s of a store whose disk fails every read: exit %s, %d ok, %d prefixes named; want exit 1, none ok, all %d named\n%s", run, rc, ver.OK, len(named), tables, out(run+".json"))
 		}
 	}
 }
