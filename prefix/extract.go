@@ -102,6 +102,14 @@ type ExtractReport struct {
 	NeededBytes       int64   `json:"needed_bytes"`  // on-disk space the run needed
 	FreeBytes         int64   `json:"free_bytes"`    // before the run
 	Seconds           float64 `json:"seconds"`
+
+	cut int // tables whose copy the cancelled run stopped (in Failed)
+}
+
+// finished: every table has its outcome (written, unchanged or failed)
+// and none of them is a copy the cancellation cut short.
+func (r *ExtractReport) finished() bool {
+	return r.cut == 0 && r.Written+r.Skipped+len(r.Failed) == r.Tables
 }
 
 // Statfs returns the bytes tbhost lets a prefix store use on dir's file
@@ -233,7 +241,7 @@ func Extract(ctx context.Context, parsed []Parsed, opt ExtractOptions) (*Extract
 		return rep, &StoppedError{fmt.Errorf("store %s: %d of this run's prefixes are recorded; the rest could not be made durable and recorded (named as failed; the next extract redoes them): fix the store's file system (for an I/O error see the kernel log, dmesg, for its disk), then rerun extract and verify --full: %w",
 			opt.Store, rep.Written, logErr)}
 	}
-	if err := ctx.Err(); err != nil {
+	if err := ctx.Err(); err != nil && !rep.finished() { // a signal after the last table changes nothing
 		return rep, &StoppedError{fmt.Errorf("extract interrupted after %d prefixes (rerun to finish; finished prefixes are kept): %w", rep.Written, err)}
 	}
 	// Compact the log once superseded lines make up half of it.
@@ -523,6 +531,9 @@ func record(results <-chan extractResult, store string, log *manifestLog, man Ma
 	for r := range results {
 		rep.BytesRead += r.read
 		if r.err != nil {
+			if errors.Is(r.err, context.Canceled) {
+				rep.cut++
+			}
 			r.err = withDiskHint(r.err)
 			rep.Failed = append(rep.Failed, Failure{Name: r.p.Name, Path: r.p.Path, Error: r.err.Error()})
 			prog.Done(r.p.Name, 0, r.err)

@@ -583,3 +583,28 @@ func TestFindTablesFollowsSymlinkedRoot(t *testing.T) {
 		t.Fatalf("same tables twice: %v", err)
 	}
 }
+
+// A signal that arrives once every table has its outcome changes nothing
+// (a Ctrl-C at the very end is not an interrupted run to finish); one
+// that arrives before the tables are done stops the run with its report.
+func TestExtractInterruptedOnlyWhenTablesAreLeft(t *testing.T) {
+	tables, _ := writeSet(t)
+	store := t.TempDir()
+	srcs, err := FindTables([]string{tables})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	parsed := ParseAll(context.Background(), srcs, 2)
+	rep, err := Extract(cancelled, parsed, ExtractOptions{Store: store})
+	var stopped *StoppedError
+	if !errors.As(err, &stopped) || !strings.Contains(err.Error(), "interrupted after 0 prefixes") || rep.Written != 0 {
+		t.Fatalf("extract under a cancelled context with every table to do: %v, %d written; want it stopped, nothing written", err, rep.Written)
+	}
+	extract(t, tables, store, ExtractOptions{})
+	rep, err = Extract(cancelled, parsed, ExtractOptions{Store: store})
+	if err != nil || rep.Skipped != len(parsed) {
+		t.Fatalf("extract under a cancelled context with nothing left to do: %v, %d unchanged of %d; want no error", err, rep.Skipped, len(parsed))
+	}
+}
