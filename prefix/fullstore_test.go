@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tbhost/tbhost/internal/smallfs"
 )
 
 // A store whose file system fills up during the run (another writer took
@@ -20,9 +20,6 @@ import (
 // error; no temporary file is left. Once the file system has room,
 // extract again finishes and verify --full is clean.
 func TestExtractOntoAStoreThatFillsUp(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("SKIP: only root can mount the small tmpfs that stands in for a full store")
-	}
 	ctx := context.Background()
 	tables, srcs := writeTables(t, coldSpecs(60))
 	parsed := ParseAll(ctx, srcs, 2)
@@ -33,11 +30,7 @@ func TestExtractOntoAStoreThatFillsUp(t *testing.T) {
 		}
 		need += p.Layout.PrefixLen(UptoBlockLengths)
 	}
-	store := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", need/2), "tbhost-full-store-test", store).CombinedOutput(); err != nil {
-		t.Skipf("SKIP: cannot mount a tmpfs: %v %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", store).Run() })
+	store := smallfs.Mount(t, fmt.Sprint(need/2), "a full store")
 
 	plenty := func(string) (int64, error) { return need * 4, nil }
 	rep, err := Extract(ctx, parsed, ExtractOptions{Store: store, Jobs: 4, FreeSpace: plenty})
@@ -80,9 +73,7 @@ func TestExtractOntoAStoreThatFillsUp(t *testing.T) {
 	t.Logf("%d prefixes (%d bytes) into a store of %d bytes: %d written, %d failed (%v; the first: %s)", len(parsed), need, need/2, rep.Written, len(rep.Failed), err, rep.Failed[0].Error)
 
 	// room again: the rest is extracted, and the whole store verifies
-	if out, err := exec.Command("mount", "-o", fmt.Sprintf("remount,size=%d", need*2), store).CombinedOutput(); err != nil {
-		t.Fatalf("remount the store larger: %v %s", err, out)
-	}
+	smallfs.Resize(t, store, fmt.Sprint(need*2))
 	rep, err = Extract(ctx, parsed, ExtractOptions{Store: store, Jobs: 4})
 	if err != nil || len(rep.Failed) != 0 || rep.Written+rep.Skipped != len(parsed) {
 		t.Fatalf("extract again with room: %v, %d written, %d unchanged, failed %+v", err, rep.Written, rep.Skipped, rep.Failed)

@@ -6,27 +6,16 @@ import (
 	"encoding/json"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tbhost/tbhost/internal/smallfs"
 )
 
-// smallFS mounts a tmpfs of size bytes for the test (root only; skips
-// otherwise) and returns its directory.
-func smallFS(t *testing.T, size string) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("SKIP: only root can mount the small tmpfs that stands in for a full disk")
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tbhost-full-disk-test", dir).CombinedOutput(); err != nil {
-		t.Skipf("SKIP: cannot mount a tmpfs: %v %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", dir).Run() })
-	return dir
-}
+// smallFS is a tmpfs of size standing in for a full disk (root only).
+func smallFS(t *testing.T, size string) string { return smallfs.Mount(t, size, "a full disk") }
 
 // On a disk too small for all of them, --out's files are written whole or
 // not at all: no half-written plot or summary is left, summary.json (the

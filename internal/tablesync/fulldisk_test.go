@@ -5,11 +5,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/tbhost/tbhost/internal/smallfs"
 	"github.com/tbhost/tbhost/internal/tablesync"
 	"github.com/tbhost/tbhost/internal/tablesync/rsyncd"
 )
@@ -21,9 +21,6 @@ import (
 // file under its final name is byte for byte the old host's; once the
 // destination has room, a rerun completes.
 func TestSyncOntoAFullDestination(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("SKIP: only root can mount the small tmpfs that stands in for a full array")
-	}
 	h := rsyncd.NewOldHost(t)
 	var total int64
 	for _, n := range h.Names {
@@ -33,11 +30,7 @@ func TestSyncOntoAFullDestination(t *testing.T) {
 		}
 		total += st.Size()
 	}
-	to := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", total/2), "tbhost-full-array-test", to).CombinedOutput(); err != nil {
-		t.Skipf("SKIP: cannot mount a tmpfs: %v %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", to).Run() })
+	to := smallfs.Mount(t, fmt.Sprint(total/2), "a full array")
 	lists, err := tablesync.LoadLists(h.Lists)
 	if err != nil {
 		t.Fatal(err)
@@ -70,9 +63,7 @@ func TestSyncOntoAFullDestination(t *testing.T) {
 	t.Logf("%d of %d files (%d bytes) into %d bytes before the disk was full: %v", landed, len(h.Names), total, total/2, err)
 
 	// room again: the rerun completes
-	if out, err := exec.Command("mount", "-o", fmt.Sprintf("remount,size=%d", total*3), to).CombinedOutput(); err != nil {
-		t.Fatalf("remount the destination larger: %v %s", err, out)
-	}
+	smallfs.Resize(t, to, fmt.Sprint(total*3))
 	rep, err = tablesync.Sync(context.Background(), opts)
 	if err != nil || !rep.Complete || rep.AlreadyVerified+rep.Landed != len(h.Names) {
 		t.Fatalf("rerun with room: %v, complete %v, %d verified before, %d landed", err, rep.Complete, rep.AlreadyVerified, rep.Landed)

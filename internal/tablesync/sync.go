@@ -649,7 +649,7 @@ func (s *syncer) transfer(ctx context.Context, files []SourceFile) error {
 			return ctx.Err()
 		}
 		msg := strings.TrimSpace(errb.String())
-		if strings.Contains(msg, "No space left on device") {
+		if strings.Contains(msg, "No space left on device") { // rsync runs with LC_ALL=C (command)
 			return fmt.Errorf("destination %s is full: make room on its file system (df -h %s; an array too small for the set: see tbhost lvm plan), then rerun tbhost tables sync (verified files stay, partial ones resume); rsync from %s: %w: %s",
 				s.opts.To, s.opts.To, s.opts.From, runErr, msg)
 		}
