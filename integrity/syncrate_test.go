@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -190,6 +191,17 @@ func TestSyncCheckRefusesWhileAnotherRunHoldsTheCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	// until the child has exec'd, its cmdline is still this test binary's
+	// (a clean-clone CI run on a loaded machine saw it so)
+	cmdline := "/proc/" + strconv.Itoa(cmd.Process.Pid) + "/cmdline"
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if b, _ := os.ReadFile(cmdline); strings.HasPrefix(string(b), fake+"\x00") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never ran as %s", cmdline, fake)
+		}
+	}
 	record := writeRecord(t, capRecord{LV: "vg-hdd/tables", OwnKiB: 128000, CapKiB: 51200, PID: cmd.Process.Pid})
 	run := syncRunner(t, "51200")
 	if _, err := budgetRun(t, run, 0, record); err == nil || !strings.Contains(err.Error(), "wait for it to end") {
