@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tbhost/tbhost/internal/smallfs"
+	"github.com/tbhost/tbhost/prefix/prefixtest"
 )
 
 // A store whose file system fills up during the run (another writer took
@@ -18,10 +19,23 @@ import (
 // final name is whole; the report's written are exactly the manifest's
 // entries and every other table is named as failed with the full disk's
 // error; no temporary file is left. Once the file system has room,
-// extract again finishes and verify --full is clean.
+// extract again finishes and verify --full is clean. Twice: 60 small
+// prefixes copied four at a time, and four of tens of MB (a real 6-7 piece
+// prefix's size, many digest chunks each) one at a time, so the disk fills
+// in the middle of one of them.
 func TestExtractOntoAStoreThatFillsUp(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		specs []prefixtest.Spec
+		jobs  int
+	}{{"60-small", coldSpecs(60), 4}, {"4-large", largeSpecs(), 1}} {
+		t.Run(c.name, func(t *testing.T) { extractOntoAStoreThatFillsUp(t, c.specs, c.jobs) })
+	}
+}
+
+func extractOntoAStoreThatFillsUp(t *testing.T, specs []prefixtest.Spec, jobs int) {
 	ctx := context.Background()
-	tables, srcs := writeTables(t, coldSpecs(60))
+	tables, srcs := writeTables(t, specs)
 	parsed := ParseAll(ctx, srcs, 2)
 	var need int64
 	for _, p := range parsed {
@@ -33,7 +47,7 @@ func TestExtractOntoAStoreThatFillsUp(t *testing.T) {
 	store := smallfs.Mount(t, fmt.Sprint(need/2), "a full store")
 
 	plenty := func(string) (int64, error) { return need * 4, nil }
-	rep, err := Extract(ctx, parsed, ExtractOptions{Store: store, Jobs: 4, FreeSpace: plenty})
+	rep, err := Extract(ctx, parsed, ExtractOptions{Store: store, Jobs: jobs, FreeSpace: plenty})
 	var stopped *StoppedError
 	if err != nil && (!errors.As(err, &stopped) || !strings.Contains(err.Error(), "no space left on device")) {
 		t.Fatalf("extract onto a store that fills up: %v; want no error, or a stopped run naming the full disk", err)
@@ -74,7 +88,7 @@ func TestExtractOntoAStoreThatFillsUp(t *testing.T) {
 
 	// room again: the rest is extracted, and the whole store verifies
 	smallfs.Resize(t, store, fmt.Sprint(need*2))
-	rep, err = Extract(ctx, parsed, ExtractOptions{Store: store, Jobs: 4})
+	rep, err = Extract(ctx, parsed, ExtractOptions{Store: store, Jobs: jobs})
 	if err != nil || len(rep.Failed) != 0 || rep.Written+rep.Skipped != len(parsed) {
 		t.Fatalf("extract again with room: %v, %d written, %d unchanged, failed %+v", err, rep.Written, rep.Skipped, rep.Failed)
 	}
