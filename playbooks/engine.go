@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/tbhost/tbhost/internal/clock"
@@ -93,6 +95,9 @@ type Report struct {
 	Steps    []StepResult `json:"steps"`
 	Log      string       `json:"log,omitempty"`
 	State    string       `json:"state,omitempty"`
+	// StateError is why the state file does not hold this run's end (its
+	// directory's file system full, say); "" when it does.
+	StateError string `json:"state_error,omitempty"`
 	// ResumeArgs are the flags a --resume must repeat (--state-dir, the --set
 	// values: the state is found by them and checked against them); the
 	// caller sets them, WriteSummary puts them into its resume hint.
@@ -302,13 +307,18 @@ type run struct {
 	st   *State
 	log  *Log
 	lock *os.File // inherited by steps (see Lock.File)
+
+	stateSaved bool  // a save of this run's state succeeded
+	stateErr   error // the save that failed last, reported once; nil after a save succeeds
+	logErr     bool  // a log write failed (reported once)
 }
 
 func (r *run) event(ev Event) {
 	ev.Time = r.e.now()
 	ev.Run = r.rep.RunID
-	if err := r.log.Write(ev); err != nil {
-		fmt.Fprintf(r.out, "tbhost playbook: %v\n", err)
+	if err := r.log.Write(ev); err != nil && !r.logErr {
+		r.logErr = true
+		fmt.Fprintf(r.out, "tbhost playbook: %v%s; the run goes on without its log\n", err, fullHint(err))
 	}
 }
 
@@ -322,9 +332,42 @@ func (r *run) save() {
 		ss := StepState{Name: s.Name, Status: s.Status, Reason: s.Reason, ExitCode: s.ExitCode, Nagios: s.Nagios, Attempts: s.Attempts}
 		r.st.Steps = append(r.st.Steps, ss)
 	}
-	if err := r.opts.Store.Save(r.st); err != nil {
-		fmt.Fprintf(r.out, "tbhost playbook: %v\n", err)
+	err := r.opts.Store.Save(r.st)
+	switch {
+	case err == nil:
+		if r.stateErr != nil {
+			fmt.Fprintf(r.out, "tbhost playbook: state %s written again\n", r.opts.Store.StatePath())
+		}
+		r.stateSaved, r.stateErr = true, nil
+	case r.stateErr != nil: // reported when it began failing
+		r.stateErr = err
+	case r.stateSaved:
+		// The file holds this run as it was at the last save: a --resume
+		// runs again the steps after it (steps converge), never skips one.
+		r.stateErr = err
+		fmt.Fprintf(r.out, "tbhost playbook: %v%s; the state file keeps this run as of its last save, so a --resume runs the steps after that again\n", err, fullHint(err))
+	default:
+		// The file (if any) is the previous run's: a --resume would take its
+		// completed steps as this run's, and skip a step this run failed.
+		r.stateErr = err
+		path := r.opts.Store.StatePath()
+		switch rerr := os.Remove(path); {
+		case rerr == nil:
+			fmt.Fprintf(r.out, "tbhost playbook: %v%s; removed the previous run's state %s so that no --resume continues from it\n", err, fullHint(err), path)
+		case errors.Is(rerr, fs.ErrNotExist):
+			fmt.Fprintf(r.out, "tbhost playbook: %v%s; this run keeps no state: a --resume will find nothing to resume\n", err, fullHint(err))
+		default:
+			fmt.Fprintf(r.out, "tbhost playbook: %v%s; the state file %s still describes the previous run and could not be removed (%v): do not --resume this run\n", err, fullHint(err), path, rerr)
+		}
 	}
+}
+
+// fullHint names the fix when err is a full file system.
+func fullHint(err error) string {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return " (the state directory's file system is full: free space on it, or choose another with --state-dir)"
+	}
+	return ""
 }
 
 func (r *run) finish(ctx context.Context) {
@@ -377,6 +420,9 @@ func (r *run) finish(ctx context.Context) {
 	code := rep.ExitCode
 	r.event(Event{Event: "run-end", Status: rep.Status, Nagios: rep.Nagios, ExitCode: &code, Start: rep.Started, End: rep.Ended, Step: r.st.Current})
 	r.save()
+	if r.stateErr != nil {
+		rep.StateError = r.stateErr.Error()
+	}
 }
 
 // severity reads a status name as lvm.Severity; anything else is UNKNOWN.

@@ -58,6 +58,9 @@ func (rep *Report) WriteSummary(w io.Writer) error {
 	if rep.Log != "" {
 		fmt.Fprintf(w, "log: %s\nstate: %s\n", rep.Log, rep.State)
 	}
+	if rep.StateError != "" {
+		fmt.Fprintf(w, "the state file does not hold this run's end: %s\n", rep.StateError)
+	}
 	return nil
 }
 

@@ -1,0 +1,147 @@
+package playbooks
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/tbhost/tbhost/internal/smallfs"
+)
+
+// fill writes into dir until its file system is full.
+func fill(t *testing.T, dir string) {
+	t.Helper()
+	err := os.WriteFile(filepath.Join(dir, "filler"), make([]byte, 1<<20), 0o640)
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("filling %s: %v, want it full (ENOSPC)", dir, err)
+	}
+}
+
+// fillingRunner runs steps with the fake and fills the state directory's
+// file system while the command line at fills runs.
+type fillingRunner struct {
+	*fakeRunner
+	fills string
+	fill  func()
+}
+
+func (r *fillingRunner) Run(ctx context.Context, c Cmd) (int, error) {
+	if strings.Join(c.Argv, " ") == r.fills {
+		r.fill()
+	}
+	return r.fakeRunner.Run(ctx, c)
+}
+
+// The state directory's file system full before a run starts: the state
+// on disk is the previous run's (done), and a --resume trusting it would
+// take this run's failed step as done. The run goes on (its checks are
+// still worth running), says why the state is not written and how to fix
+// it, removes the previous run's state (which frees room, so a later save
+// of this run may succeed), and the report names the error. Whatever the
+// state file holds afterwards is this run's or nothing: a --resume runs the
+// failed step again or refuses with nothing to resume, never skips it.
+func TestAStateDirectoryFullBeforeTheRunNeverLetsAResumeSkipAFailedStep(t *testing.T) {
+	dir := smallfs.Mount(t, "64k", "a full state directory")
+	store := &Store{Dir: dir}
+	pb := mustParse(t, threeSteps)
+	vals, _ := Resolve(pb, nil)
+	f := newFake().on("mkfs.ext4 /dev/x", 0, 1, 0)
+	e, out := newEngine(f)
+	ctx := context.Background()
+	if rep, err := e.Run(ctx, pb, Options{Values: vals, Store: store}); err != nil || rep.Status != "done" || rep.StateError != "" {
+		t.Fatalf("first run, room for the state: %v %+v\n%s", err, rep, out)
+	}
+
+	fill(t, dir)
+	out.Reset()
+	rep, err := e.Run(ctx, pb, Options{Values: vals, Store: store})
+	if err != nil || rep.Status != "failed" || rep.ExitCode != 1 {
+		t.Fatalf("run onto a full state directory: %v %+v\n%s", err, rep, out)
+	}
+	if !strings.Contains(rep.StateError, "no space left on device") {
+		t.Errorf("report's state_error %q, want the full disk named", rep.StateError)
+	}
+	for _, want := range []string{
+		"no space left on device (the state directory's file system is full: free space on it, or choose another with --state-dir)",
+		"removed the previous run's state " + store.StatePath() + " so that no --resume continues from it",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Count(out.String(), "removed the previous run's state") != 1 {
+		t.Errorf("the removal is reported more than once:\n%s", out)
+	}
+	var summary strings.Builder
+	if err := rep.WriteSummary(&summary); err != nil || !strings.Contains(summary.String(), "the state file does not hold this run's end: ") {
+		t.Errorf("summary does not say the state is behind (%v):\n%s", err, summary.String())
+	}
+	st, err := store.Load()
+	if err != nil || (st != nil && st.RunID != rep.RunID) {
+		t.Fatalf("state on disk after the run: %+v %v; want none or this run's (%s)", st, err, rep.RunID)
+	}
+	calls := len(f.called())
+	rep, err = e.Run(ctx, pb, Options{Values: vals, Store: store, Resume: true})
+	var refused *RefusedError
+	switch {
+	case st == nil:
+		if !errors.As(err, &refused) || !strings.Contains(err.Error(), "nothing to resume") {
+			t.Fatalf("--resume after the run that kept no state: %v, want refused with nothing to resume", err)
+		}
+	case err != nil || rep.Status != "done" || !slices.Contains(f.called()[calls:], "mkfs.ext4 /dev/x"):
+		t.Fatalf("--resume from this run's state: %v %+v, ran %v; want the failed step two run again", err, rep, f.called()[calls:])
+	}
+	t.Logf("state after the run: %v; the --resume ran %q", st != nil, f.called()[calls:])
+
+	// room again: a run writes its state to the end
+	if err := os.Remove(filepath.Join(dir, "filler")); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if rep, err := e.Run(ctx, pb, Options{Values: vals, Store: store}); err != nil || rep.Status != "done" || rep.StateError != "" {
+		t.Fatalf("run with room again: %v %+v\n%s", err, rep, out)
+	} else if st, err := store.Load(); err != nil || st.Status != "done" || st.RunID != rep.RunID {
+		t.Errorf("state after the run with room: %+v %v", st, err)
+	}
+}
+
+// The file system fills up during a run (step one fills it): the state on
+// disk is this run's as of its last save, before step one. A --resume runs
+// step one again and then the failed step two: nothing is skipped.
+func TestAStateDirectoryFillingDuringTheRunResumesFromItsLastSave(t *testing.T) {
+	dir := smallfs.Mount(t, "64k", "a full state directory")
+	store := &Store{Dir: dir}
+	pb := mustParse(t, threeSteps)
+	vals, _ := Resolve(pb, nil)
+	f := newFake().on("mkfs.ext4 /dev/x", 1, 0)
+	r := &fillingRunner{fakeRunner: f, fills: "/bin/tbhost lvm plan -o /tmp/plan.yaml", fill: func() { fill(t, dir) }}
+	e, out := newEngine(r)
+	ctx := context.Background()
+	rep, err := e.Run(ctx, pb, Options{Values: vals, Store: store})
+	if err != nil || rep.Status != "failed" || !strings.Contains(rep.StateError, "no space left on device") {
+		t.Fatalf("run that fills the state directory: %v %+v\n%s", err, rep, out)
+	}
+	if want := "the state file keeps this run as of its last save, so a --resume runs the steps after that again"; strings.Count(out.String(), want) != 1 {
+		t.Errorf("output, want %q once:\n%s", want, out)
+	}
+	st, err := store.Load()
+	if err != nil || st.RunID != rep.RunID || st.Status != "running" {
+		t.Fatalf("state on disk: %+v %v; want this run's first save", st, err)
+	}
+
+	r.fills = "" // the disk stays full
+	f.calls = nil
+	out.Reset()
+	rep, err = e.Run(ctx, pb, Options{Values: vals, Store: store, Resume: true})
+	if err != nil || rep.Status != "done" {
+		t.Fatalf("--resume: %v %+v\n%s", err, rep, out)
+	}
+	if got := strings.Join(f.called(), "|"); got != "/bin/tbhost lvm plan -o /tmp/plan.yaml|mkfs.ext4 /dev/x|/bin/tbhost lvm status" {
+		t.Errorf("--resume ran %q, want every step again from the last saved one (one, two, three)", got)
+	}
+}
