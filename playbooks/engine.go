@@ -202,7 +202,17 @@ func (e *Engine) Run(ctx context.Context, pb *Playbook, opts Options) (*Report, 
 	}
 	r := &run{out: &lockedWriter{w: e.out()}, e: e, pb: pb, opts: opts, rep: rep, st: st, log: log, lock: lockFile}
 	if prev != nil && prev.Status != "done" && !opts.Resume && opts.From == "" && !opts.Quiet {
-		fmt.Fprintf(e.out(), "note: the previous run (%s) ended %s at step %s; this run starts from the first step (--resume would continue there)\n", prev.RunID, prev.Status, prev.Current)
+		ended := fmt.Sprintf("ended %s at step %s", prev.Status, prev.Current)
+		if prev.Status == "running" {
+			// killed (kill -9, power loss), or its state could not be
+			// written to the end: Current is the step it was last saved in
+			at := "before its first step"
+			if prev.Current != "" {
+				at = "at step " + prev.Current
+			}
+			ended = "did not record its end (killed, or its state could not be written); it was last recorded " + at
+		}
+		fmt.Fprintf(e.out(), "note: the previous run (%s) %s; this run starts from the first step (--resume would continue there)\n", prev.RunID, ended)
 	}
 	r.save()
 	r.event(Event{Event: "run-start", Playbook: pb.Name, Hash: pbHash, Params: st.Params,

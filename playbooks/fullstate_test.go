@@ -145,3 +145,26 @@ func TestAStateDirectoryFillingDuringTheRunResumesFromItsLastSave(t *testing.T) 
 		t.Errorf("--resume ran %q, want every step again from the last saved one (one, two, three)", got)
 	}
 }
+
+// A run whose state ends "running" (killed, or its saves failed) is named
+// as one that did not record its end, with the step it was last saved in.
+func TestTheNoteOnAPreviousRunThatDidNotRecordItsEnd(t *testing.T) {
+	for current, want := range map[string]string{
+		"two": "note: the previous run (20261207T010203.000Z) did not record its end (killed, or its state could not be written); it was last recorded at step two; this run starts from the first step (--resume would continue there)",
+		"":    "it was last recorded before its first step;",
+	} {
+		store := &Store{Dir: t.TempDir()}
+		if err := store.Save(&State{Playbook: "three", RunID: "20261207T010203.000Z", Status: "running", Current: current}); err != nil {
+			t.Fatal(err)
+		}
+		e, out := newEngine(newFake())
+		pb := mustParse(t, threeSteps)
+		vals, _ := Resolve(pb, nil)
+		if _, err := e.Run(context.Background(), pb, Options{Values: vals, Store: store}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("previous run saved at %q: output lacks %q:\n%s", current, want, out)
+		}
+	}
+}
