@@ -320,13 +320,16 @@ type run struct {
 
 	stateSaved bool  // a save of this run's state succeeded
 	stateErr   error // the save that failed last, reported once; nil after a save succeeds
-	logErr     bool  // a log write failed (reported once)
+	logErr     bool  // a log write failed: reported once, and no more events are written
 }
 
 func (r *run) event(ev Event) {
 	ev.Time = r.e.now()
 	ev.Run = r.rep.RunID
-	if err := r.log.Write(ev); err != nil && !r.logErr {
+	if r.logErr {
+		return // said once; a log with gaps would read as a whole one
+	}
+	if err := r.log.Write(ev); err != nil {
 		r.logErr = true
 		fmt.Fprintf(r.out, "tbhost playbook: %v%s; the run goes on without its log\n", err, fullHint(err))
 	}

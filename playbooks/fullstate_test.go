@@ -2,6 +2,7 @@ package playbooks
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -166,5 +167,82 @@ func TestTheNoteOnAPreviousRunThatDidNotRecordItsEnd(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("previous run saved at %q: output lacks %q:\n%s", current, want, out)
 		}
+	}
+}
+
+// The log on a file system that fills up holds whole lines only: a write
+// the full disk cut short is cut off, the writes after it keep failing
+// until there is room, and then they append whole lines. A log whose last
+// line was cut short before (a crash mid-write) gets it ended when opened.
+func TestTheLogOnAFullDiskHoldsWholeLinesOnly(t *testing.T) {
+	dir := smallfs.Mount(t, "16k", "a full state directory")
+	store := &Store{Dir: dir}
+	l, err := store.OpenLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ev := Event{Event: "step", Step: "one", Reason: strings.Repeat("r", 300)}
+	wrote, failed := 0, 0
+	for i := 0; i < 200 && failed < 3; i++ {
+		if err := l.Write(ev); err == nil {
+			wrote++
+		} else if errors.Is(err, syscall.ENOSPC) {
+			failed++
+		} else {
+			t.Fatal(err)
+		}
+	}
+	if failed == 0 || wrote == 0 {
+		t.Fatalf("%d events written, %d failed into 16 KiB: want the disk to fill", wrote, failed)
+	}
+	lines := func() int {
+		t.Helper()
+		b, err := os.ReadFile(store.LogPath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) > 0 && b[len(b)-1] != '\n' {
+			t.Fatalf("the log ends in a line cut short: ...%q", b[max(0, len(b)-40):])
+		}
+		n := 0
+		for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+			var e Event
+			if err := json.Unmarshal([]byte(line), &e); err != nil {
+				t.Fatalf("log line %d is not an event: %v: %q", n+1, err, line)
+			}
+			n++
+		}
+		return n
+	}
+	if n := lines(); n != wrote {
+		t.Errorf("the full log holds %d lines, %d events were written", n, wrote)
+	}
+	smallfs.Resize(t, dir, "64k")
+	if err := l.Write(ev); err != nil {
+		t.Fatalf("write with room again: %v", err)
+	}
+	if n := lines(); n != wrote+1 {
+		t.Errorf("the log holds %d lines after one more event, want %d", n, wrote+1)
+	}
+
+	// a line cut short by a crash: the next run's log starts a new line
+	f, err := os.OpenFile(store.LogPath(), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"event":"st`)
+	f.Close()
+	l2, err := store.OpenLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	if err := l2.Write(ev); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(store.LogPath())
+	if !strings.Contains(string(b), `{"event":"st`+"\n"+`{"time"`) {
+		t.Errorf("the event after a cut line does not start its own line: ...%q", b[max(0, len(b)-420):])
 	}
 }

@@ -171,15 +171,38 @@ type Event struct {
 }
 
 // Log appends events to the store's JSON-lines log.
-type Log struct{ f *os.File }
+type Log struct {
+	f    *os.File
+	size int64 // the log's length, up to the end of its last whole line
+}
 
 // OpenLog opens the log for appending (O_APPEND: lines are never rewritten).
+// A last line cut short (a crash mid-write) is ended, so that the next
+// event starts a line of its own.
 func (s Store) OpenLog() (*Log, error) {
-	f, err := os.OpenFile(s.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	f, err := os.OpenFile(s.LogPath(), os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o640)
 	if err != nil {
 		return nil, fmt.Errorf("open log: %w", err)
 	}
-	return &Log{f: f}, nil
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open log: %w", err)
+	}
+	l := &Log{f: f, size: fi.Size()}
+	last := make([]byte, 1)
+	if l.size > 0 {
+		if _, err := f.ReadAt(last, l.size-1); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("read log %s: %w", f.Name(), err)
+		}
+		if last[0] != '\n' {
+			if _, err := f.Write([]byte{'\n'}); err == nil {
+				l.size++
+			}
+		}
+	}
+	return l, nil
 }
 
 // Write appends one event as a line and syncs it.
@@ -191,9 +214,14 @@ func (l *Log) Write(ev Event) error {
 	if err != nil {
 		return fmt.Errorf("encode log event: %w", err)
 	}
-	if _, err := l.f.Write(append(b, '\n')); err != nil {
+	line := append(b, '\n')
+	if _, err := l.f.Write(line); err != nil {
+		// A full disk takes part of a line: cut it off, so that the log
+		// holds whole lines only and a later event starts its own.
+		_ = l.f.Truncate(l.size)
 		return fmt.Errorf("write log %s: %w", l.f.Name(), err)
 	}
+	l.size += int64(len(line))
 	return l.f.Sync()
 }
 
