@@ -54,6 +54,12 @@ func schemaSamples(t *testing.T) []sample {
 		t.Fatalf("plan: %d %s", code, stderr)
 	}
 	clean, dropped := captured(t, "raid5-integrity-stripes5"), captured(t, "raid5-member-dropped")
+	// a playbook run for real (not --dry-run): its report, where the
+	// dry run prints the plan
+	pb := filepath.Join(t.TempDir(), "sample.yaml")
+	if err := os.WriteFile(pb, []byte("name: schema-sample\nsteps:\n  - name: one\n    shell: [\"true\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	return []sample{
 		{command: "inventory", args: []string{"--root", clean, "inventory"}},
 		{command: "lvm plan", args: []string{"lvm", "plan", "--example"}},
@@ -82,6 +88,7 @@ func schemaSamples(t *testing.T) []sample {
 		{command: "playbook show", args: []string{"playbook", "show", "health-check"}},
 		{command: "playbook validate", args: []string{"playbook", "validate"}},
 		{command: "playbook run", args: []string{"playbook", "run", "--dry-run", "health-check"}},
+		{command: "playbook run", args: []string{"playbook", "run", "--state-dir", t.TempDir(), pb}},
 		{command: "playbook schedule", args: []string{"playbook", "schedule", "--binary", "/usr/local/bin/tbhost", "health-check"}},
 	}
 }
