@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tbhost/tbhost/internal/jsonlines"
 	"golang.org/x/sys/unix"
 )
 
@@ -184,22 +185,17 @@ func (s Store) OpenLog() (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open log: %w", err)
 	}
-	fi, err := f.Stat()
+	size, torn, err := jsonlines.TornTail(f)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("open log: %w", err)
 	}
-	l := &Log{f: f, size: fi.Size()}
-	last := make([]byte, 1)
-	if l.size > 0 {
-		if _, err := f.ReadAt(last, l.size-1); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("read log %s: %w", f.Name(), err)
-		}
-		if last[0] != '\n' {
-			if _, err := f.Write([]byte{'\n'}); err == nil {
-				l.size++
-			}
+	l := &Log{f: f, size: size}
+	// On a full disk the newline fails too: the run's first event then
+	// fails (Write cuts it off) and the run goes on without its log.
+	if torn {
+		if _, err := f.Write([]byte{'\n'}); err == nil {
+			l.size++
 		}
 	}
 	return l, nil

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sort"
 	"time"
+
+	"github.com/tbhost/tbhost/internal/jsonlines"
 )
 
 // ManifestName is the manifest file in the store: one JSON object per line,
@@ -83,23 +85,16 @@ type manifestLog struct {
 }
 
 func openManifestLog(store string) (*manifestLog, error) {
-	f, err := os.OpenFile(filepath.Join(store, ManifestName), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(filepath.Join(store, ManifestName), os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open manifest: %w", err)
 	}
 	// A crash mid-append leaves a torn last line: start on a fresh line so it
 	// cannot swallow the next entry.
-	if st, err := f.Stat(); err == nil && st.Size() > 0 {
-		last := make([]byte, 1)
-		if r, err := os.Open(f.Name()); err == nil {
-			_, rerr := r.ReadAt(last, st.Size()-1)
-			r.Close()
-			if rerr == nil && last[0] != '\n' {
-				if _, err := f.Write([]byte("\n")); err != nil {
-					f.Close()
-					return nil, fmt.Errorf("repair manifest: %w", err)
-				}
-			}
+	if _, torn, err := jsonlines.TornTail(f); err == nil && torn {
+		if _, err := f.Write([]byte("\n")); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("repair manifest: %w", err)
 		}
 	}
 	return &manifestLog{f: f, w: bufio.NewWriter(f)}, nil
