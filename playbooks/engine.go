@@ -319,19 +319,19 @@ type run struct {
 	lock *os.File // inherited by steps (see Lock.File)
 
 	stateSaved bool  // a save of this run's state succeeded
-	stateErr   error // the save that failed last, reported once; nil after a save succeeds
+	stateErr   error // the last save's error: reported when saves begin failing; nil after one succeeds
 	logErr     bool  // a log write failed: reported once, and no more events are written
 }
 
 func (r *run) event(ev Event) {
-	ev.Time = r.e.now()
-	ev.Run = r.rep.RunID
 	if r.logErr {
 		return // said once; a log with gaps would read as a whole one
 	}
+	ev.Time = r.e.now()
+	ev.Run = r.rep.RunID
 	if err := r.log.Write(ev); err != nil {
 		r.logErr = true
-		fmt.Fprintf(r.out, "tbhost playbook: %v%s; the run goes on without its log\n", err, fullHint(err))
+		r.warnStore(err, "the run goes on without its log")
 	}
 }
 
@@ -351,28 +351,38 @@ func (r *run) save() {
 		if r.stateErr != nil {
 			fmt.Fprintf(r.out, "tbhost playbook: state %s written again\n", r.opts.Store.StatePath())
 		}
-		r.stateSaved, r.stateErr = true, nil
+		r.stateSaved = true
 	case r.stateErr != nil: // reported when it began failing
-		r.stateErr = err
 	case r.stateSaved:
 		// The file holds this run as it was at the last save: a --resume
 		// runs again the steps after it (steps converge), never skips one.
-		r.stateErr = err
-		fmt.Fprintf(r.out, "tbhost playbook: %v%s; the state file keeps this run as of its last save, so a --resume runs the steps after that again\n", err, fullHint(err))
+		r.warnStore(err, "the state file keeps this run as of its last save, so a --resume runs the steps after that again")
 	default:
-		// The file (if any) is the previous run's: a --resume would take its
-		// completed steps as this run's, and skip a step this run failed.
-		r.stateErr = err
-		path := r.opts.Store.StatePath()
-		switch rerr := os.Remove(path); {
-		case rerr == nil:
-			fmt.Fprintf(r.out, "tbhost playbook: %v%s; removed the previous run's state %s so that no --resume continues from it\n", err, fullHint(err), path)
-		case errors.Is(rerr, fs.ErrNotExist):
-			fmt.Fprintf(r.out, "tbhost playbook: %v%s; this run keeps no state: a --resume will find nothing to resume\n", err, fullHint(err))
-		default:
-			fmt.Fprintf(r.out, "tbhost playbook: %v%s; the state file %s still describes the previous run and could not be removed (%v): do not --resume this run\n", err, fullHint(err), path, rerr)
-		}
+		r.warnStore(err, r.dropPreviousState())
 	}
+	r.stateErr = err
+}
+
+// dropPreviousState removes the state file when this run's first save
+// failed: the file (if any) is the previous run's, and a --resume would
+// take its completed steps as this run's and skip a step this run failed.
+// It says what became of the file.
+func (r *run) dropPreviousState() string {
+	path := r.opts.Store.StatePath()
+	switch err := os.Remove(path); {
+	case err == nil:
+		return "removed the previous run's state " + path + " so that no --resume continues from it"
+	case errors.Is(err, fs.ErrNotExist):
+		return "this run keeps no state: a --resume will find nothing to resume"
+	default:
+		return fmt.Sprintf("the state file %s still describes the previous run and could not be removed (%v): do not --resume this run", path, err)
+	}
+}
+
+// warnStore says once that the state directory failed a write, with the
+// fix when it is full, and what that means for the run.
+func (r *run) warnStore(err error, meaning string) {
+	fmt.Fprintf(r.out, "tbhost playbook: %v%s; %s\n", err, fullHint(err), meaning)
 }
 
 // fullHint names the fix when err is a full file system.
