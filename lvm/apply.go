@@ -357,11 +357,16 @@ func resolveDevices(p *Plan, inv *blockdev.Inventory) []string {
 // WWN, size, kind, logical and physical block size, role.
 func changedSince(pd PlanDevice, d *blockdev.Device) []string {
 	var diff []string
-	if pd.Serial != "" && d.Serial != pd.Serial {
-		diff = append(diff, fmt.Sprintf("serial %s, planned %s", orDash(d.Serial), pd.Serial))
+	// An empty planned serial or WWN is compared too: a plan that leaves
+	// out the serial of a disk that has one would otherwise skip the one
+	// check that tells two disks of the same model and size apart. A WWN
+	// the device does not report now is no difference: udev and sysfs do
+	// not always show it.
+	if d.Serial != pd.Serial {
+		diff = append(diff, fmt.Sprintf("serial %s, planned %s", orDash(d.Serial), orDash(pd.Serial)))
 	}
-	if pd.WWN != "" && d.WWN != "" && d.WWN != pd.WWN {
-		diff = append(diff, fmt.Sprintf("WWN %s, planned %s", d.WWN, pd.WWN))
+	if d.WWN != "" && d.WWN != pd.WWN {
+		diff = append(diff, fmt.Sprintf("WWN %s, planned %s", d.WWN, orDash(pd.WWN)))
 	}
 	if d.Size != pd.Size {
 		now, planned := sizes.FormatPair(d.Size, pd.Size)

@@ -391,6 +391,78 @@ func TestApplyWithoutByIDRefusesShuffledNames(t *testing.T) {
 	}
 }
 
+// A plan whose serial or WWN was left empty (by hand: tbhost lvm plan
+// writes every disk's) is no plan without identity: with kernel names and
+// no serial to compare, a disk of the same size swapped in behind sdc
+// would pass every other check.
+func TestApplyRefusesAPlanWithoutTheSerialOrWWNTheDiskHas(t *testing.T) {
+	noByID := func(t *testing.T) *lab {
+		l := &lab{host: fixture.LabGuest(), dir: t.TempDir(), lvm: lvmfake.New()}
+		for i := range l.host.Disks {
+			l.host.Disks[i].NoByID = true
+		}
+		l.host.Disks[2].WWN = "0x5000c500a1b2c3d4"
+		if err := l.host.Write(filepath.Join(l.dir, "plan-time")); err != nil {
+			t.Fatal(err)
+		}
+		inv, err := blockdev.Read(context.Background(), blockdev.Options{Root: filepath.Join(l.dir, "plan-time")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.plan = mustPlan(t, inv, PlanOptions{NoNVMe: true})
+		for _, d := range l.host.Disks {
+			l.lvm.Disk("/dev/"+d.Name, d.Size)
+		}
+		return l
+	}
+	sdc := func(t *testing.T, l *lab) *PlanDevice {
+		for i := range l.plan.Devices {
+			if l.plan.Devices[i].Path == "/dev/sdc" {
+				return &l.plan.Devices[i]
+			}
+		}
+		t.Fatalf("no /dev/sdc in the plan: %+v", l.plan.Devices)
+		return nil
+	}
+	for _, c := range []struct {
+		name, want string
+		edit       func(*lab, *PlanDevice)
+	}{
+		{"serial emptied, the disk swapped", "/dev/sdc (now sdc): serial HDD9, planned -", func(l *lab, pd *PlanDevice) {
+			pd.Serial, pd.WWN = "", ""
+			l.host.Disks[2].Serial, l.host.Disks[2].WWN = "HDD9", "" // another disk of the same size
+		}},
+		{"serial emptied, the same disk", "/dev/sdc (now sdc): serial HDD3, planned -", func(l *lab, pd *PlanDevice) {
+			pd.Serial = ""
+		}},
+		{"WWN emptied", "WWN 0x5000c500a1b2c3d4, planned -", func(l *lab, pd *PlanDevice) {
+			pd.WWN = ""
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := noByID(t)
+			pd := sdc(t, l)
+			if pd.Serial != "HDD3" || pd.WWN != "0x5000c500a1b2c3d4" {
+				t.Fatalf("the plan names sdc with serial %q WWN %q, want HDD3 and the fixture's WWN", pd.Serial, pd.WWN)
+			}
+			if _, err := l.apply(t, ApplyOptions{Yes: true}); err != nil {
+				// the unedited plan applies: the refusal below is the edit's
+				t.Fatalf("the plan as made: %v", err)
+			}
+			l = noByID(t)
+			c.edit(l, sdc(t, l))
+			l.lvm.Calls = nil
+			_, err := l.apply(t, ApplyOptions{Yes: true})
+			if err == nil || !strings.Contains(err.Error(), "stale") || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err %v, want a stale plan naming %q", err, c.want)
+			}
+			if len(l.lvm.Calls) != 0 {
+				t.Errorf("a plan without the disk's identity ran %v", l.lvm.Calls)
+			}
+		})
+	}
+}
+
 // Issue 12 item 8: a plan made before a disk's block size changed is stale
 // (the integrity block size and extents were chosen for the old one).
 func TestApplyRefusesAPlanMadeBeforeABlockSizeChange(t *testing.T) {
