@@ -200,6 +200,9 @@ func (p Param) check(s string) error {
 			return fmt.Errorf("bad pattern %q: %w", p.Pattern, err)
 		}
 		if !re.MatchString(s) {
+			if p.Description != "" {
+				return fmt.Errorf("%q does not match %s (%s)", s, p.Pattern, p.Description)
+			}
 			return fmt.Errorf("%q does not match %s", s, p.Pattern)
 		}
 	}

@@ -102,6 +102,36 @@ func TestRunRefusesValuesThatBreakFstabLines(t *testing.T) {
 	}
 }
 
+// provision-host formats /dev/{{.tables_lv}} and /dev/{{.prefix_lv}}: a
+// value that is no VG/LV name (../sda, a kernel name, an option) would have
+// made mkfs's target a raw disk, guarded only by the step's "has blkid a
+// TYPE=" skip, which a disk holding just a partition table passes. Such
+// values are a usage error before anything is planned; VG/LV names pass.
+func TestRunRefusesLVNamesThatNameAnotherDevice(t *testing.T) {
+	for _, set := range []string{
+		"tables_lv=../sda", "tables_lv=sdb", "tables_lv=vg-hdd/../../sda", "tables_lv=vg-hdd/-tables",
+		"prefix_lv=../nvme0n1", "prefix_lv=mapper", "prefix_lv=./vg/prefix", "prefix_lv=vg-nvme/prefix/x",
+	} {
+		state := t.TempDir()
+		code, out, stderr := runApp(t, true, "playbook", "run", "--dry-run", "--state-dir", state, "--set", set, "provision-host")
+		param, _, _ := strings.Cut(set, "=")
+		if code != 2 || !strings.Contains(stderr, "parameter "+param) {
+			t.Errorf("--set %q: exit %d, want 2 naming parameter %s\n%s%s", set, code, param, out, stderr)
+		}
+		if strings.Contains(out, "mkfs") {
+			t.Errorf("--set %q: planned the mkfs steps:\n%s", set, out)
+		}
+		dirIsEmpty(t, state, set)
+	}
+	for _, set := range []string{"tables_lv=vg_hdd2/tb.tables+1", "prefix_lv=nvme/prefix-store"} {
+		code, out, stderr := runApp(t, true, "playbook", "run", "--dry-run", "--state-dir", t.TempDir(), "--set", set, "provision-host")
+		_, lv, _ := strings.Cut(set, "=")
+		if code != 0 || !strings.Contains(out, "/dev/"+lv) {
+			t.Errorf("--set %q: exit %d, want 0 with /dev/%s in the plan\n%s%s", set, code, lv, out, stderr)
+		}
+	}
+}
+
 // Issue 12 item 8: schedule --install wrote through a pre-planted symlink.
 // A symlink at a unit's path is refused (exit 1, with or without --force),
 // its target and the link stay as they were, and no file is written; a
