@@ -209,6 +209,34 @@ func TestConformanceEveryCommandUnderJSON(t *testing.T) {
 	checkErrorDocument(t, "tbhost --json no-such-command", out, code, "tbhost")
 }
 
+// A command whose usage names no arguments refuses them (exit 2) before it
+// runs: "prefix verify --tables A B" verified A only and exited 0, so a
+// cron job checked half the tables. Each such leaf is given an argument
+// that would make it fail if it were read as a path.
+func TestConformanceNoArgumentsWhereTheUsageNamesNone(t *testing.T) {
+	leaves := 0
+	for _, c := range tree(newApp(&cliutil.Env{})) {
+		if len(c.cmd.Subcommands) > 0 || strings.TrimSpace(c.cmd.ArgsUsage) != "" {
+			continue
+		}
+		leaves++
+		name := strings.Join(c.path, " ")
+		extra := filepath.Join(t.TempDir(), "not-an-input")
+		code, out, stderr := runTB(t, nil, append(append([]string(nil), c.path...), extra)...)
+		if code != 2 || !strings.Contains(stderr, "takes no arguments") || !strings.Contains(stderr, extra) {
+			t.Errorf("tbhost %s %s: exit %d, want 2 saying it takes no arguments and naming %s\n%s%s", name, extra, code, extra, out, stderr)
+		}
+		code, out, _ = runTB(t, nil, append(append([]string{"--json"}, c.path...), extra)...)
+		if code != 2 {
+			t.Errorf("tbhost --json %s %s: exit %d, want 2", name, extra, code)
+		}
+		checkErrorDocument(t, "tbhost --json "+name+" "+extra, out, code, "tbhost "+name)
+	}
+	if leaves < 10 {
+		t.Errorf("%d commands take no arguments; the tree has inventory, lvm plan, prefix plan/extract/verify, tables sync, playbook list and four bench commands", leaves)
+	}
+}
+
 // Without --json nothing changes: no JSON on stdout for a failure.
 func TestConformanceNoJSONWithoutTheFlag(t *testing.T) {
 	code, out, stderr := runTB(t, nil, "prefix", "verify", "--tables", "/nonexistent", "--store", "/nonexistent")

@@ -39,9 +39,32 @@ func NewApp(env *Env, commands []*cli.Command) *cli.App {
 		if len(c.Subcommands) == 0 && !hasFlag(c.Flags, "json") {
 			c.Flags = append(c.Flags, JSONFlag())
 		}
+		refuseArguments(c)
 	})
 	Install(app, env)
 	return app
+}
+
+// refuseArguments makes a leaf command that names no arguments in its
+// usage (ArgsUsage "") refuse any with a usage error: urfave/cli passes
+// them to the action, which ignored them, so "prefix verify --tables A B"
+// verified A only and exited 0.
+func refuseArguments(c *cli.Command) {
+	if len(c.Subcommands) > 0 || c.ArgsUsage != "" || c.Action == nil {
+		return
+	}
+	action := c.Action
+	c.Action = func(ctx *cli.Context) error {
+		if ctx.Args().Present() {
+			hint := "every input is a flag"
+			if hasFlag(c.Flags, "tables") {
+				hint = "give each table directory with its own --tables"
+			}
+			path := commandPath(ctx)
+			return Usagef("%s takes no arguments (got %q): %s (see %s --help)", strings.TrimPrefix(path, ctx.App.Name+" "), ctx.Args().Slice(), hint, path)
+		}
+		return action(ctx)
+	}
 }
 
 // usageError makes a flag parsing error a usage error (exit 2) that points

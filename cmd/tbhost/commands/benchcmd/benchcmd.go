@@ -282,9 +282,6 @@ func probeCommand() *cli.Command {
 
 func runProbe(c *cli.Context) error {
 	g := cliutil.Get(c)
-	if c.Args().Present() {
-		return cliutil.Usagef("unexpected argument %q: give table directories with --tables", c.Args().First())
-	}
 	cfg, mix, err := probeConfig(c)
 	if err != nil {
 		return err
@@ -431,9 +428,6 @@ func replayCommand() *cli.Command {
 
 func runReplay(c *cli.Context) error {
 	g := cliutil.Get(c)
-	if c.Args().Present() {
-		return cliutil.Usagef("unexpected argument %q: give the log with --log", c.Args().First())
-	}
 	if c.String("log") == "" || len(c.StringSlice("target")) == 0 {
 		return cliutil.Usagef("--log FILE and --target URL are required (e.g. --log requests.log --target http://127.0.0.1:9090)")
 	}

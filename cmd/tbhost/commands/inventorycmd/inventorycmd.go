@@ -86,9 +86,6 @@ EXAMPLES:
 			&cli.StringFlag{Name: "snapshot", Usage: "also copy everything read into `DIR`, for --root DIR replays elsewhere"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.Args().Present() {
-				return cliutil.Usagef("inventory takes no arguments (got %q)", c.Args().First())
-			}
 			g := cliutil.Get(c)
 			opts := lvm.InventoryOptions(g.Root, g.Runner)
 			var inv *blockdev.Inventory
