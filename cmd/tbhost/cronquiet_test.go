@@ -102,6 +102,14 @@ func TestCronQuietIntegrityVerifyTables(t *testing.T) {
 	if code, out, stderr := runTBTerminal(t, nil, args...); code != 0 || !strings.Contains(out, "1 ok") || !strings.Contains(stderr, "verify-tables: ") {
 		t.Errorf("clean on a terminal: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
+	// --all asks for every file: printed without a terminal too (a report
+	// redirected to a file), unless --quiet is given as well
+	if code, out, _ := runPiped(t, append(args, "--all")...); code != 0 || !strings.Contains(out, "KQvKQ.rtbw") || !strings.Contains(out, "1 ok") {
+		t.Errorf("clean, piped --all: exit %d, stdout %q; want every file's line", code, out)
+	}
+	if code, out, stderr := runPiped(t, append(args, "--all", "--quiet")...); code != 0 || out != "" || stderr != "" {
+		t.Errorf("clean, piped --all --quiet: exit %d, stdout %q, stderr %q; want silence", code, out, stderr)
+	}
 	b[100] ^= 0xff
 	os.WriteFile(filepath.Join(dir, "KQvKQ.rtbw"), b, 0o644)
 	if code, out, _ := runPiped(t, append(args, "--quiet")...); code != 1 || !strings.Contains(out, "KQvKQ.rtbw") {

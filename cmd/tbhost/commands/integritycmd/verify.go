@@ -55,7 +55,7 @@ func verifyCommand() *cli.Command {
 			&cli.StringFlag{Name: "rate", Usage: "total read rate limit, e.g. 200MiB/s (default: unthrottled)"},
 			&cli.StringFlag{Name: "state", Usage: "resume `FILE`: an interrupted run continues from it"},
 			&cli.BoolFlag{Name: "complete", Usage: "listed files missing in the directories are an error (the whole set must be there)"},
-			&cli.BoolFlag{Name: "all", Usage: "print every file, not only the problems"},
+			&cli.BoolFlag{Name: "all", Usage: "print every file, not only the problems (also without a terminal; --quiet still silences a clean run)"},
 			cliutil.QuietFlag(),
 			cliutil.JSONFlag(),
 		},
@@ -164,7 +164,11 @@ func runVerify(c *cli.Context) error {
 		return cliutil.CannotRun(verr)
 	}
 	all := c.Bool("all")
-	if !rep.Interrupted && !rep.ProblemsFound && g.SilentOnSuccess(c) {
+	// --all asks for every file's line: without a terminal (a report
+	// redirected to a file) that is still what was asked for; only an
+	// explicit --quiet keeps a clean run silent then.
+	silent := g.SilentOnSuccess(c) && (!all || c.Bool("quiet"))
+	if !rep.Interrupted && !rep.ProblemsFound && silent {
 		return nil // cron: mail only problems
 	}
 	if err := g.Output(rep, func(w io.Writer) error { return printVerify(w, rep, all) }); err != nil {
