@@ -203,3 +203,28 @@ func TestWatchOneSampleIsAnError(t *testing.T) {
 		t.Errorf("one sample: err %v, out %q; want an error naming the single sample", err, out.String())
 	}
 }
+
+// --textfile at a path whose directory is missing, or at a directory: the
+// error names the user's path and the fix, not the library's temporary
+// file (x.prom2243892192) or "rename ...: file exists"; nothing is left
+// behind in the directory.
+func TestTextfileErrorsNameThePathAndTheFix(t *testing.T) {
+	var r Report
+	dir := t.TempDir()
+	for _, c := range []struct{ path, want string }{
+		{filepath.Join(dir, "missing", "x.prom"), "the directory " + filepath.Join(dir, "missing") + " does not exist"},
+		{dir, "it is a directory: give a file in it, e.g. " + filepath.Join(dir, "tbhost.prom")},
+	} {
+		err := r.WriteTextfile(c.path, 1)
+		if err == nil || !strings.HasPrefix(err.Error(), "write textfile "+c.path+": ") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("WriteTextfile(%s): %v, want %q", c.path, err, c.want)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("the refused writes left %v in %s", ents[0].Name(), dir)
+	}
+	ok := filepath.Join(dir, "tbhost.prom")
+	if err := r.WriteTextfile(ok, 1); err != nil {
+		t.Fatalf("a file in an existing directory: %v", err)
+	}
+}
