@@ -137,6 +137,7 @@ func Check(ctx context.Context, e Env, o CheckOptions) (Report, error) {
 	r := Evaluate(topo.Arrays, samples, th)
 	r.Notes = append(r.Notes, topo.Notes...)
 	r.Notes = append(r.Notes, scrubNotes...)
+	r.Notes = append(r.Notes, unmatchedSkips(topo.Arrays, o.Thresholds.Skip)...)
 	if note != "" {
 		r.Notes = append(r.Notes, note)
 	}
@@ -199,4 +200,31 @@ func WithVanished(start, end []Array) []Array {
 		out[i].Degraded = out[i].Degraded || later.Degraded
 	}
 	return out
+}
+
+// unmatchedSkips are notes on --skip names that match no member of the
+// arrays checked: a typo (sdz for sdc) would otherwise leave the disk a
+// scrub reads judged, and its skew raise the alert --skip was meant to
+// keep quiet, with nothing saying why. A note, not a refusal: the disk may
+// be the one that has just gone missing, and the check must still say so.
+func unmatchedSkips(arrays []Array, skip []string) []string {
+	var notes []string
+	for _, s := range skip {
+		found := false
+		var names []string
+		for _, a := range arrays {
+			for _, m := range a.Members {
+				if skipped(m, []string{s}) {
+					found = true
+				}
+				if m.Disk != "" {
+					names = append(names, m.Disk)
+				}
+			}
+		}
+		if !found {
+			notes = append(notes, fmt.Sprintf("--skip %s names no member of the arrays checked (members: %s): nothing was left out of judgement", s, strings.Join(names, ", ")))
+		}
+	}
+	return notes
 }

@@ -55,8 +55,14 @@ func TestMonitorCheckSlowMember(t *testing.T) {
 		t.Errorf("--slow-min-iops 1000: exit %d\n%s", code, out)
 	}
 	code, out, _ = runTB(t, nil, "--root", root, "monitor", "check", "--skip", "scsi-0QEMU_QEMU_HARDDISK_HDD3", "vg-hdd/tables")
-	if code != 0 || !strings.Contains(out, "sdc left out of skew and latency judgement") {
+	if code != 0 || !strings.Contains(out, "sdc left out of skew and latency judgement") || strings.Contains(out, "names no member") {
 		t.Errorf("--skip HDD3: exit %d\n%s", code, out)
+	}
+	// a typo: nothing is left out, sdc is still judged slow, and the
+	// output says why the --skip did nothing
+	code, out, _ = runTB(t, nil, "--root", root, "monitor", "check", "--skip", "sdz", "vg-hdd/tables")
+	if code != 1 || !strings.Contains(out, "--skip sdz names no member of the arrays checked (members: sda, sdb, sdc") || strings.Contains(out, "left out of skew") {
+		t.Errorf("--skip sdz: exit %d, want 1 (sdc slow) with a note on the --skip\n%s", code, out)
 	}
 	for _, bad := range [][]string{{"--slow-factor", "1"}, {"--slow-factor", "4", "--slow-critical-factor", "3"}, {"--slow-min-iops", "-1"}, {"--slow-factor", "NaN"}} {
 		args := append([]string{"--root", root, "monitor", "check"}, bad...)
