@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -65,6 +66,14 @@ func TestLVMPlanRefusalExits1(t *testing.T) {
 	code, _, _ = runTB(t, nil, "--root", refTree, "lvm", "plan", "--example")
 	if code != 2 {
 		t.Errorf("--example with --root: exit %d, want 2", code)
+	}
+	// a bad filesystem or mount point on the command line is a usage
+	// error like a bad --integrity-mode, naming the flag (it was 1)
+	for _, bad := range [][]string{{"--tables-fs", "btrfs"}, {"--prefix-fs", "ext3"}, {"--tables-mount", "relative/path"}, {"--prefix-mount", "/srv/a:b"}} {
+		code, out, stderr := runTB(t, nil, append([]string{"lvm", "plan", "--example"}, bad...)...)
+		if code != 2 || !strings.Contains(stderr, bad[0]+" "+strconv.Quote(bad[1])) || out != "" {
+			t.Errorf("%v: exit %d, want 2 naming the flag\n%s%s", bad, code, out, stderr)
+		}
 	}
 }
 

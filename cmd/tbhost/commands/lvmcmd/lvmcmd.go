@@ -114,6 +114,20 @@ EXAMPLES:
 			default:
 				return cliutil.Usagef("--integrity-blocksize %d: use 512, 1024, 2048 or 4096", opts.IntegrityBlockSize)
 			}
+			// flag values are usage errors (exit 2); MakePlan refuses the
+			// same values (exit 1) when a caller other than the CLI passes them
+			for _, f := range []string{"tables-fs", "prefix-fs"} {
+				if v := c.String(f); v != "" && v != "ext4" && v != "xfs" {
+					return cliutil.Usagef("--%s %q: use ext4 or xfs", f, v)
+				}
+			}
+			for _, f := range []string{"tables-mount", "prefix-mount"} {
+				if v := c.String(f); v != "" {
+					if why := lvm.CheckMountPoint(v); why != "" {
+						return cliutil.Usagef("--%s %q: %s", f, v, why)
+					}
+				}
+			}
 			if s := c.String("prefix-size"); s != "" {
 				n, err := sizes.Parse(s)
 				if err != nil || n <= 0 {
