@@ -381,6 +381,17 @@ func pick(inv *blockdev.Inventory, refs []string, flag, role string, refuse func
 				refuse("%s %s: no such device on %s (see tbhost inventory for names and ids)", flag, r, hostName(inv))
 				continue
 			}
+			// said here, in the flag's words: otherwise the default set of the
+			// other flag (every HDD) also has it ("sda is named twice"), or the
+			// plan's validation refuses it as a member of the wrong array
+			if m := mediaRole(d); m != role {
+				if role == blockdev.RoleNVMe {
+					refuse("%s %s: %s is a rotational disk (an HDD); %s takes the flash devices of the prefix store (NVMe, or another SSD), HDDs go with --hdd", flag, r, d.Name, flag)
+				} else {
+					refuse("%s %s: %s is not rotational (NVMe or SSD); %s takes the rotational disks of the tables array, flash devices go with --nvme", flag, r, d.Name, flag)
+				}
+				continue
+			}
 			out = append(out, d)
 		}
 		return out

@@ -193,6 +193,16 @@ func TestPlanRefusals(t *testing.T) {
 	refused(t, busy, PlanOptions{HDDs: append(six, "sdk")}, "mixes logical block sizes", "4096 bytes: sdk")
 	refused(t, busy, PlanOptions{HDDs: append(six, "sdj")}, "differ in size", "--allow-size-mismatch")
 	refused(t, ref, PlanOptions{HDDs: []string{"sda", "sda", "sdb"}}, "named twice")
+	// a device given to the other array's flag is refused in that flag's
+	// words (it read "sda is named twice", or arrays[1].devices: ... "a
+	// linear array is built on nvme devices only")
+	for _, o := range []PlanOptions{{NVMes: []string{"sda"}}, {HDDs: []string{"sdb", "sdc", "sdd"}, NVMes: []string{"sda"}}} {
+		refused(t, ref, o, "--nvme sda: sda is a rotational disk (an HDD)", "HDDs go with --hdd")
+		if _, err := MakePlan(ref, fixedOpts(o)); err != nil && (strings.Contains(err.Error(), "named twice") || strings.Contains(err.Error(), "arrays[")) {
+			t.Errorf("--nvme sda: %v", err)
+		}
+	}
+	refused(t, ref, PlanOptions{HDDs: []string{"sda", "sdb", "nvme1n1p4"}}, "--hdd nvme1n1p4: nvme1n1p4 is not rotational", "flash devices go with --nvme")
 	refused(t, ref, PlanOptions{PrefixSize: 500 << 30}, "--prefix-size 500 GiB")
 	refused(t, ref, PlanOptions{Wipe: []string{"sdz"}}, "--wipe sdz: no such device")
 	refused(t, busy, PlanOptions{HDDs: []string{"sda", "sdb", "sdk"}, IntegrityBlockSize: 512}, "mixes logical block sizes")
