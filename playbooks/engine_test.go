@@ -774,7 +774,7 @@ func TestMigratePlaybookOrderAndRollback(t *testing.T) {
 	}
 	f := newFake()
 	rep := run(f, true)
-	want := "provision=skipped balance-empty-array=done tables-sync=done verify-tables=done prefix-extract=done prefix-verify=done replay-gate=done cutover=done post-cutover-watch=done"
+	want := "plan-directory=skipped lvm-plan=skipped review-plan=skipped provision=skipped balance-empty-array=done tables-sync=done verify-tables=done prefix-extract=done prefix-verify=done replay-gate=done cutover=done post-cutover-watch=done"
 	if statuses(rep) != want {
 		t.Fatalf("statuses %s", statuses(rep))
 	}
@@ -814,17 +814,43 @@ func TestMigratePlaybookOrderAndRollback(t *testing.T) {
 // migrate's provision step waits for the initial sync: the balance check
 // that follows cannot judge a syncing array (monitor check reports WARNING
 // "sync in progress"), so without the wait it fails on every new array (the
-// VM lab's TestMigratePlaybook).
-func TestMigrateProvisionWaitsForSync(t *testing.T) {
-	pb, vals, _, _ := migrateValues(t, nil)
-	f := newFake()
-	e, _ := newEngine(f)
-	if _, err := e.Run(context.Background(), pb, Options{Values: vals, Yes: true}); err != nil {
-		t.Fatal(err)
+// VM lab's TestMigratePlaybook). Before it, the plan is written (or the
+// existing, reviewed one kept) and shown with lvm apply --dry-run: the
+// typed confirmation is for those commands (the nested provision-host run
+// gets --yes and cannot show them; the confirmation used to come first, for
+// a plan not yet written on a new host).
+func TestMigrateProvisionShowsThePlanAndWaitsForSync(t *testing.T) {
+	plan := filepath.Join(t.TempDir(), "plan.yaml")
+	os.WriteFile(plan, []byte("version: 1\n"), 0o644)
+	pb, vals, _, _ := migrateValues(t, map[string]string{"plan": plan})
+	run := func(yes bool) (*Report, []string) {
+		f := newFake()
+		e, _ := newEngine(f)
+		rep, err := e.Run(context.Background(), pb, Options{Values: vals, Yes: yes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep, f.called()
 	}
-	calls := f.called()
-	if len(calls) < 2 || !strings.Contains(calls[0], " playbook run ") || !strings.Contains(calls[0], "--set wait_sync=true provision-host") {
-		t.Errorf("the first call is not provision-host waiting for the sync: %q", calls)
+	_, calls := run(true)
+	want := []string{"mkdir -p " + filepath.Dir(plan), "/bin/tbhost lvm apply --dry-run " + plan,
+		"/bin/tbhost playbook run --yes --set plan=" + plan + " --set tables_mount=/srv/syzygy --set prefix_mount=/srv/syzygy-prefix --set wait_sync=true provision-host"}
+	if len(calls) < len(want) || strings.Join(calls[:len(want)], "\n") != strings.Join(want, "\n") {
+		t.Errorf("first calls (the existing plan kept, shown, then provision-host waiting for the sync):\n%s\nwant:\n%s", strings.Join(calls, "\n"), strings.Join(want, "\n"))
+	}
+	// no --yes and no terminal: the plan is shown, the confirmation refused,
+	// nothing provisioned
+	rep, calls := run(false)
+	if !strings.Contains(statuses(rep), "review-plan=done provision=refused") || strings.Contains(strings.Join(calls, "\n"), "provision-host") {
+		t.Errorf("no --yes: %s, calls %q", statuses(rep), calls)
+	}
+	// a new host: the plan is written first; a plan step that wrote nothing
+	// stops the run before any confirmation
+	newPlan := filepath.Join(t.TempDir(), "new", "plan.yaml")
+	pb, vals, _, _ = migrateValues(t, map[string]string{"plan": newPlan})
+	rep, calls = run(true)
+	if c := strings.Join(calls, "\n"); !strings.Contains(c, "/bin/tbhost lvm plan -o "+newPlan) || strings.Contains(c, "provision-host") || !strings.Contains(statuses(rep), "review-plan=refused") {
+		t.Errorf("no plan written: %s, calls %q", statuses(rep), calls)
 	}
 }
 
