@@ -186,11 +186,18 @@ type state struct {
 	Files   map[string]stateEntry `json:"files"`
 }
 
+// stateEntry is a file that passed verification. The state is outside
+// input (an earlier run with other lists or none, an edit by hand): an
+// entry only spares the digest, and only when its digest is the one the
+// current list publishes (verifiedBefore).
 type stateEntry struct {
 	Rel     string `json:"path"`
 	Size    int64  `json:"size"`
 	MtimeNs int64  `json:"mtime_ns"`
-	Digest  string `json:"digest,omitempty"`
+	// Algo and Digest: the file's digest, when the run that verified it
+	// had a digest list (older states hold the digest without its algo).
+	Algo   string `json:"algo,omitempty"`
+	Digest string `json:"digest,omitempty"`
 }
 
 type syncer struct {
@@ -198,6 +205,8 @@ type syncer struct {
 	work, incoming, partial string
 	refused, statePath      string
 	verifier                *integrity.FileVerifier
+	cheap                   *integrity.FileVerifier // size and trailer only: no digest
+	rechecked               int                     // recorded files verified again from disk
 	mu                      sync.Mutex
 	st                      state
 	rep                     Report
@@ -292,6 +301,7 @@ func (s *syncer) prepare() (func(), error) {
 	}
 	s.stopOrphans()
 	s.verifier = integrity.NewFileVerifier(integrity.VerifyOptions{Sizes: s.opts.Lists.Sizes, Trailers: s.opts.Lists.Trailers, Checksums: s.opts.Lists.Checksums})
+	s.cheap = integrity.NewFileVerifier(integrity.VerifyOptions{Sizes: s.opts.Lists.Sizes, Trailers: s.opts.Lists.Trailers})
 	return func() { lock.Close() }, nil
 }
 
@@ -318,6 +328,9 @@ func (s *syncer) run(ctx context.Context) error {
 			continue
 		}
 		transfer = append(transfer, f)
+	}
+	if s.rechecked > 0 {
+		s.rep.Warnings = append(s.rep.Warnings, fmt.Sprintf("%d files the state records as verified were read and checked again from disk: their earlier verification does not cover this run's checks (no digest or another one, other sizes or trailers)", s.rechecked))
 	}
 	s.byRel = map[string]SourceFile{}
 	for _, f := range transfer {
@@ -429,19 +442,34 @@ func (s *syncer) select_(files []SourceFile) []SourceFile {
 	return out
 }
 
-// alreadyThere reports whether f needs no transfer: verified before (the
-// state, same size and mtime), found in the destination and verified now,
-// or complete in incoming/ (a run stopped before verifying it) and now
-// verified or refused.
+// alreadyThere reports whether f needs no transfer: in the destination
+// and verified before with this run's checks (verifiedBefore), or verified
+// now from disk, or complete in incoming/ (a run stopped before verifying
+// it) and now verified or refused. A file in the destination that fails
+// this run's checks (one an earlier run accepted with fewer checks or other
+// lists, or one put there by hand) is moved out of the destination to
+// refused/ and copied again: only a copy that passes takes its place.
 func (s *syncer) alreadyThere(ctx context.Context, f SourceFile) (bool, error) {
 	dest := filepath.Join(s.opts.To, f.Rel)
 	st, err := os.Stat(dest)
 	if err == nil && st.Mode().IsRegular() {
-		if e, ok := s.st.Files[f.Name]; ok && e.Rel == f.Rel && e.Size == st.Size() && e.MtimeNs == st.ModTime().UnixNano() {
-			s.rep.AlreadyVerified++
-			return true, nil
+		e, recorded := s.st.Files[f.Name]
+		recorded = recorded && e.Rel == f.Rel && e.Size == st.Size() && e.MtimeNs == st.ModTime().UnixNano()
+		if recorded {
+			ok, err := s.verifiedBefore(ctx, dest, f, e)
+			if err != nil {
+				return false, err
+			}
+			if ok {
+				s.rep.AlreadyVerified++
+				return true, nil
+			}
+			s.rechecked++
 		}
-		r, err := s.check(ctx, dest, f)
+		// a recorded file is checked on its own (the source's copy may have
+		// changed since it landed); a file found there, also against the
+		// source's size
+		r, err := s.check(ctx, dest, f, !recorded)
 		if err != nil {
 			return false, err
 		}
@@ -450,8 +478,9 @@ func (s *syncer) alreadyThere(ctx context.Context, f SourceFile) (bool, error) {
 			s.rep.AlreadyVerified++
 			return true, nil
 		}
-		// an unverified file in the way that does not pass: the copy replaces it
-		s.rep.Warnings = append(s.rep.Warnings, fmt.Sprintf("%s was in the destination but does not verify (%s): copying it again", dest, strings.Join(r.Problems, "; ")))
+		if err := s.setAside(f, dest, r.Problems, recorded); err != nil {
+			return false, err
+		}
 	}
 	if st, err := os.Stat(filepath.Join(s.incoming, f.Rel)); err == nil && st.Size() == f.Size {
 		return true, s.land(ctx, f)
@@ -459,9 +488,64 @@ func (s *syncer) alreadyThere(ctx context.Context, f SourceFile) (bool, error) {
 	return false, nil
 }
 
-// check verifies a file: its table structure (a header tbhost can parse)
-// and the published lists.
-func (s *syncer) check(ctx context.Context, path string, f SourceFile) (integrity.FileResult, error) {
+// verifiedBefore reports whether a file the state records (same path, size
+// and mtime) passes this run's checks without being read: its structure
+// was checked when it was recorded; its size and embedded trailer are
+// compared with this run's lists (a stat and 16 bytes read); its digest is
+// the state's, which must be the one this run's digest list publishes, in
+// the same algorithm. A state without the digest, in another algorithm or
+// with another value does not spare it: the caller verifies the file from
+// disk.
+func (s *syncer) verifiedBefore(ctx context.Context, dest string, f SourceFile, e stateEntry) (bool, error) {
+	if cl := s.opts.Lists.Checksums; cl != nil {
+		want, listed := cl.Digests[f.Name]
+		if listed && (e.Digest != want || (e.Algo != "" && e.Algo != string(cl.Algo))) {
+			if e.Algo == string(cl.Algo) || (e.Algo == "" && len(e.Digest) == cl.Algo.HexLen()) {
+				// a digest the list disagrees with is a finding, never a pass
+				s.rep.Warnings = append(s.rep.Warnings, fmt.Sprintf("state %s records %s %s for %s, %s publishes %s: checking the file again from disk",
+					s.statePath, cl.Algo, e.Digest, f.Rel, cl.Source, want))
+			}
+			return false, nil
+		}
+	}
+	if s.opts.Lists.Sizes == nil && s.opts.Lists.Trailers == nil {
+		return true, nil
+	}
+	r, err := s.cheap.Check(ctx, dest, f.Name)
+	if err != nil {
+		return false, err
+	}
+	return len(r.Problems) == 0, nil
+}
+
+// setAside moves a file of the destination that fails this run's checks
+// to refused/ (out of the destination, kept for a look) and forgets it in
+// the state: the transfer copies it again, and the copy lands only if it
+// passes (else it is refused and named like any other).
+func (s *syncer) setAside(f SourceFile, dest string, problems []string, recorded bool) error {
+	kept := filepath.Join(s.refused, f.Rel)
+	if err := os.MkdirAll(filepath.Dir(kept), 0o755); err != nil {
+		return fmt.Errorf("moving %s aside: %w", dest, err)
+	}
+	if err := os.Rename(dest, kept); err != nil {
+		return fmt.Errorf("moving %s, which does not verify, out of the destination to %s: %w", dest, kept, err)
+	}
+	was := "was in the destination"
+	s.mu.Lock()
+	if recorded {
+		was = "was verified by an earlier run (with fewer checks or other lists)"
+		delete(s.st.Files, f.Name)
+		s.save(true)
+	}
+	s.mu.Unlock()
+	s.rep.Warnings = append(s.rep.Warnings, fmt.Sprintf("%s %s but does not verify now (%s): moved to %s, copying it again from the source",
+		dest, was, strings.Join(problems, "; "), kept))
+	return nil
+}
+
+// check verifies a file: its table structure (a header tbhost can parse),
+// the published lists and, againstSource, the size the source listed.
+func (s *syncer) check(ctx context.Context, path string, f SourceFile, againstSource bool) (integrity.FileResult, error) {
 	r, err := s.verifier.Check(ctx, path, f.Name)
 	if err != nil {
 		return r, err
@@ -469,7 +553,7 @@ func (s *syncer) check(ctx context.Context, path string, f SourceFile) (integrit
 	if r.Verdict == integrity.VerdictUnlisted && s.opts.Lists.empty() {
 		r.Verdict = integrity.VerdictOK
 	}
-	if r.Size != f.Size {
+	if againstSource && r.Size != f.Size {
 		r.Problems = append(r.Problems, fmt.Sprintf("%d bytes, the source listed %d", r.Size, f.Size))
 	}
 	if _, err := prefix.ParseFile(path); err != nil {
@@ -483,7 +567,7 @@ func (s *syncer) check(ctx context.Context, path string, f SourceFile) (integrit
 func (s *syncer) land(ctx context.Context, f SourceFile) error {
 	s.markHandled(f.Rel)
 	in := filepath.Join(s.incoming, f.Rel)
-	r, err := s.check(ctx, in, f)
+	r, err := s.check(ctx, in, f, true)
 	if err != nil {
 		return err
 	}
@@ -530,7 +614,11 @@ func (s *syncer) land(ctx context.Context, f SourceFile) error {
 func (s *syncer) record(f SourceFile, st os.FileInfo, digest string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.st.Files[f.Name] = stateEntry{Rel: f.Rel, Size: st.Size(), MtimeNs: st.ModTime().UnixNano(), Digest: digest}
+	e := stateEntry{Rel: f.Rel, Size: st.Size(), MtimeNs: st.ModTime().UnixNano()}
+	if digest != "" && s.opts.Lists.Checksums != nil {
+		e.Algo, e.Digest = string(s.opts.Lists.Checksums.Algo), digest
+	}
+	s.st.Files[f.Name] = e
 	s.save(false)
 }
 

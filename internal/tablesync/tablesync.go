@@ -9,10 +9,13 @@
 //	DIR/.tbhost-sync/incoming/     rsync's destination; a file moves to DIR only once verified
 //	DIR/.tbhost-sync/partial/      rsync --partial-dir (resumes an interrupted file)
 //	DIR/.tbhost-sync/refused/<rel> files that failed verification, kept for a look
-//	DIR/.tbhost-sync/state.json    what was verified (size and mtime), written atomically
+//	DIR/.tbhost-sync/state.json    what was verified (size, mtime, digest), written atomically
 //
-// A file in DIR that the state records as verified is never handed to rsync
-// again, so it is never replaced by a different one. Interrupted at any
+// A file in DIR that the state records as verified and that passes this
+// run's checks is never handed to rsync again, so it is never replaced by a
+// different one. The state spares only the digest, and only when it is the
+// one the run's list publishes; a file that fails the run's checks is moved
+// out of DIR to refused/ and copied again. Interrupted at any
 // point (SIGKILL included), a rerun continues: complete files rsync left in
 // incoming/ are verified first, partial ones are resumed by rsync.
 package tablesync

@@ -40,8 +40,11 @@ func syncCommand() *cli.Command {
 
    Resumable: interrupted at any point (Ctrl-C, SIGKILL, a lost connection), run the same
    command again: verified files stay and are never replaced by different ones, rsync resumes
-   partial ones (DIR/.tbhost-sync/ holds the work and state.json). At the end it lists the
-   files of the set the source does not have (named from the lists; counted without them).
+   partial ones (DIR/.tbhost-sync/ holds the work and state.json). A file an earlier run
+   verified with fewer checks or other lists is checked again against this run's lists; one
+   that fails them is moved out of DIR to DIR/.tbhost-sync/refused and copied again. At the end
+   it lists the files of the set the source does not have (named from the lists; counted
+   without them).
 
    Exit codes: 0 every file of the set is in DIR and verified; 1 files refused or missing;
    2 usage; 3 could not run (rsync missing or failing, DIR not writable).
