@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tbhost/tbhost/internal/realdata"
 	"github.com/tbhost/tbhost/internal/tablesync/rsyncd"
 )
 
@@ -78,5 +79,18 @@ func TestTablesSyncSurvivesSIGKILL(t *testing.T) {
 	// parent) was stopped by the rerun: none is left writing
 	if alive, _ := exec.Command("pgrep", "-a", "-f", "rsync.*"+to).Output(); len(bytes.TrimSpace(alive)) > 0 {
 		t.Errorf("an rsync is still running into %s: %s", to, alive)
+	}
+}
+
+// Audit defect 2: a missing --to (an unmounted tables array) is exit 3,
+// naming the path and the fix, and is not created.
+func TestTablesSyncMissingDestinationIsThree(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "srv", "syzygy")
+	code, out, stderr := runTB(t, nil, "tables", "sync", "--from", realdata.Tables(t), "--to", missing, "--set", "3")
+	if code != 3 || !strings.Contains(out+stderr, missing) || !strings.Contains(out+stderr, "mount the tables file system there") {
+		t.Errorf("exit %d, want 3 naming %s and the fix:\n%s%s", code, missing, out, stderr)
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Errorf("tables sync created the missing destination %s (%v)", missing, err)
 	}
 }

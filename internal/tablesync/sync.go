@@ -19,6 +19,7 @@ import (
 
 	"github.com/tbhost/tbhost/integrity"
 	"github.com/tbhost/tbhost/internal/capacity"
+	"github.com/tbhost/tbhost/internal/sysread"
 	"github.com/tbhost/tbhost/prefix"
 )
 
@@ -267,17 +268,21 @@ func Sync(ctx context.Context, opts Options) (Report, error) {
 	return s.rep, err
 }
 
-// prepare makes the work directories, takes the lock and loads the state.
+// prepare checks the destination, makes the work directories in it, takes
+// the lock and loads the state.
 func (s *syncer) prepare() (func(), error) {
 	to, err := filepath.Abs(s.opts.To)
 	if err != nil {
+		return nil, fmt.Errorf("destination %s: %w", s.opts.To, err)
+	}
+	if err := checkDestination(to); err != nil {
 		return nil, err
 	}
 	s.work = filepath.Join(to, ".tbhost-sync")
 	s.incoming, s.partial, s.refused = filepath.Join(s.work, "incoming"), filepath.Join(s.work, "partial"), filepath.Join(s.work, "refused")
 	s.statePath = filepath.Join(s.work, "state.json")
 	s.rep.StateFile = s.statePath
-	for _, d := range []string{to, s.work, s.incoming, s.partial, s.refused} {
+	for _, d := range []string{s.work, s.incoming, s.partial, s.refused} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("destination %s: %w", d, err)
 		}
@@ -303,6 +308,25 @@ func (s *syncer) prepare() (func(), error) {
 	s.verifier = integrity.NewFileVerifier(integrity.VerifyOptions{Sizes: s.opts.Lists.Sizes, Trailers: s.opts.Lists.Trailers, Checksums: s.opts.Lists.Checksums})
 	s.cheap = integrity.NewFileVerifier(integrity.VerifyOptions{Sizes: s.opts.Lists.Sizes, Trailers: s.opts.Lists.Trailers})
 	return func() { lock.Close() }, nil
+}
+
+// checkDestination refuses a destination that is not an existing
+// directory. It is never created: a tables file system that is not mounted
+// would otherwise have the set (17 TiB) copied onto the root file system
+// (prefix extract refuses a missing store for the same reason).
+func checkDestination(to string) error {
+	st, err := os.Stat(to)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("destination %s: %w (mount the tables file system there, or create the directory if it is meant to be a plain directory: mkdir -p %s; tables sync does not create it, so an unmounted array is not filled in on the root file system)", to, err, to)
+	case errors.Is(err, os.ErrPermission):
+		return fmt.Errorf("destination %s: %w (run as a user that can reach it, or give another --to)", to, err)
+	case err != nil:
+		return fmt.Errorf("destination %s: %w", to, err)
+	case !st.IsDir():
+		return fmt.Errorf("destination %s is a %s, not a directory: give the directory the tables go to (the tables file system's mount point)", to, sysread.FileKind(st.Mode()))
+	}
+	return nil
 }
 
 func (s *syncer) run(ctx context.Context) error {

@@ -3,6 +3,7 @@ package tablesync_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -87,5 +88,26 @@ func TestSyncRefusesCorruptNamesMissingKeepsVerified(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(kbvk); !bytes.Equal(after, before) {
 		t.Error("a verified file was replaced by the old side's changed copy")
+	}
+}
+
+// Audit defect 2: a --to that does not exist was created, so an unmounted
+// tables array meant copying the set onto the root file system. It is
+// refused before anything is listed or written, naming the path and the
+// fix; a regular file in its place is refused too.
+func TestSyncRefusesAMissingDestination(t *testing.T) {
+	set, _ := tablesync.ParseSet("3")
+	missing := filepath.Join(t.TempDir(), "srv", "syzygy")
+	_, err := tablesync.Sync(context.Background(), tablesync.Options{From: t.TempDir(), To: missing, Set: set})
+	if err == nil || !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), missing) || !strings.Contains(err.Error(), "mount the tables file system there") {
+		t.Errorf("sync into a missing %s: %v; want it refused, naming the path and the fix", missing, err)
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Errorf("the missing destination was created: %v", err)
+	}
+	file := filepath.Join(t.TempDir(), "syzygy")
+	os.WriteFile(file, []byte("x"), 0o644)
+	if _, err := tablesync.Sync(context.Background(), tablesync.Options{From: t.TempDir(), To: file, Set: set}); err == nil || !strings.Contains(err.Error(), "is a regular file, not a directory") {
+		t.Errorf("sync into a regular file: %v", err)
 	}
 }

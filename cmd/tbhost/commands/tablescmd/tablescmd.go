@@ -47,14 +47,15 @@ func syncCommand() *cli.Command {
    without them).
 
    Exit codes: 0 every file of the set is in DIR and verified; 1 files refused or missing;
-   2 usage; 3 could not run (rsync missing or failing, DIR not writable).
+   2 usage; 3 could not run (rsync missing or failing, DIR missing or not writable). DIR must
+   exist (it is never created: an unmounted tables array is not filled on the root file system).
 
    Example:
      tbhost tables sync --from rsync://old-host/syzygy --to /srv/syzygy \
         --checksums /root/lists/syzygy-tables.info --bwlimit 100MiB/s --set 3-7`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "from", Usage: "rsync `SRC` of the old host's tables (rsync://host/module, host:/dir, or a directory)"},
-			&cli.StringFlag{Name: "to", Usage: "destination `DIR` (the new host's tables filesystem)"},
+			&cli.StringFlag{Name: "to", Usage: "destination `DIR` (the new host's tables filesystem; must exist)"},
 			&cli.StringFlag{Name: "checksums", Usage: "`DIR` of the published lists (bytes.tsv, tbcheck.txt, sha256): check each file against them and name the missing ones"},
 			&cli.StringFlag{Name: "set", Value: "3-7", Usage: "piece counts to copy: a range or list within 3-7 (3-5, 6-7, 3,4,7)"},
 			&cli.StringFlag{Name: "bwlimit", Usage: "bandwidth limit, e.g. 100MiB/s (rsync --bwlimit; default unlimited)"},
