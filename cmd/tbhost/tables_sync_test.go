@@ -94,3 +94,23 @@ func TestTablesSyncMissingDestinationIsThree(t *testing.T) {
 		t.Errorf("tables sync created the missing destination %s (%v)", missing, err)
 	}
 }
+
+// Audit defect 3: a dangling symlink on the source is that table refused
+// and named, exit 1, the rest copied; it was exit 3 with rsync's raw
+// "exit status 23".
+func TestTablesSyncDanglingSymlinkIsOne(t *testing.T) {
+	if _, err := exec.LookPath("rsync"); err != nil {
+		t.Skip("SKIP: rsync not installed (Debian package rsync; `make deps` installs it)")
+	}
+	src := realdata.CopyTables(t)
+	os.Remove(filepath.Join(src, "KQvK.rtbw"))
+	os.Symlink("/nonexistent/KQvK.rtbw", filepath.Join(src, "KQvK.rtbw"))
+	to := t.TempDir()
+	code, out, stderr := runTB(t, nil, "tables", "sync", "--from", src, "--to", to, "--set", "3")
+	if code != 1 || !strings.Contains(out, "REFUSED KQvK.rtbw: unreadable on the source: a symlink with no referent") {
+		t.Errorf("exit %d, want 1 naming KQvK.rtbw:\n%s%s", code, out, stderr)
+	}
+	if got, _ := filepath.Glob(filepath.Join(to, "*.rtb?")); len(got) != 9 {
+		t.Errorf("%d files copied, want the 9 others of set 3: %v", len(got), got)
+	}
+}

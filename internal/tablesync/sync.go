@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -143,7 +144,9 @@ type FileEvent struct {
 }
 
 // Refusal is a file that failed verification: it is not in the
-// destination; the copy is kept under .tbhost-sync/refused.
+// destination; the copy is kept under .tbhost-sync/refused (KeptAt), or
+// there is none (KeptAt empty: the file is unreadable on the source, a
+// dangling symlink).
 type Refusal struct {
 	Name     string   `json:"name"`
 	Rel      string   `json:"path"`
@@ -330,7 +333,7 @@ func checkDestination(to string) error {
 }
 
 func (s *syncer) run(ctx context.Context) error {
-	listing, err := s.list(ctx)
+	listing, dangling, err := s.list(ctx)
 	if err != nil {
 		return err
 	}
@@ -339,7 +342,7 @@ func (s *syncer) run(ctx context.Context) error {
 		return fmt.Errorf("source %s: %w", s.opts.From, err)
 	}
 	s.rep.Warnings = append(s.rep.Warnings, warn...)
-	toCopy := s.select_(files)
+	toCopy := s.select_(files, resolveLinks(dangling, s.opts.From, listing))
 	var transfer []SourceFile
 	for _, f := range toCopy {
 		if err := ctx.Err(); err != nil {
@@ -389,19 +392,29 @@ func (s *syncer) run(ctx context.Context) error {
 	return nil
 }
 
-// list runs rsync --list-only on the source.
-func (s *syncer) list(ctx context.Context) (string, error) {
+// list runs rsync --list-only on the source. A dangling symlink there does
+// not stop the sync: rsync names it and ends with exit code 23, and when
+// its stderr holds nothing but such names, the listing is used and the
+// paths rsync printed are returned (select_ refuses them by name). Any
+// other error, exit 23 included, fails the listing.
+func (s *syncer) list(ctx context.Context) (listing string, dangling []string, err error) {
 	args := []string{"--list-only", "-r", "--copy-links", "--no-human-readable", "--timeout=" + strconv.Itoa(int(s.opts.Timeout.Seconds())), source(s.opts.From)}
 	cmd := s.command(ctx, args...)
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
 		if errors.Is(err, exec.ErrNotFound) {
-			return "", fmt.Errorf("rsync is not installed (Debian: apt install rsync), on this host and the old one: %w", err)
+			return "", nil, fmt.Errorf("rsync is not installed (Debian: apt install rsync), on this host and the old one: %w", err)
 		}
-		return "", fmt.Errorf("listing the source %s (%s %s): %w: %s", s.opts.From, s.opts.Rsync, strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+		var exit *exec.ExitError
+		if errors.As(err, &exit) && exit.ExitCode() == rsyncPartial && ctx.Err() == nil {
+			if paths, ok := danglingLinks(errb.String()); ok {
+				return out.String(), paths, nil
+			}
+		}
+		return "", nil, fmt.Errorf("listing the source %s (%s %s): %w: %s", s.opts.From, s.opts.Rsync, strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
 	}
-	return out.String(), nil
+	return out.String(), nil, nil
 }
 
 // source is the rsync source with a trailing slash: its contents, not the
@@ -425,8 +438,10 @@ func (s *syncer) command(ctx context.Context, args ...string) *exec.Cmd {
 }
 
 // select_ picks the source files of the set, and records what is missing
-// or unlisted.
-func (s *syncer) select_(files []SourceFile) []SourceFile {
+// or unlisted. A table of the set that is a dangling symlink on the
+// source is on the source but unreadable: refused and named, not copied,
+// not missing; a dangling link with another name is a warning.
+func (s *syncer) select_(files []SourceFile, broken []brokenLink) []SourceFile {
 	onSource := map[string]bool{}
 	var out []SourceFile
 	lists := !s.opts.Lists.empty()
@@ -442,6 +457,28 @@ func (s *syncer) select_(files []SourceFile) []SourceFile {
 		out = append(out, f)
 	}
 	s.rep.OnSource = len(out)
+	for _, b := range broken {
+		name := path.Base(b.Rel)
+		switch {
+		case strings.HasPrefix(b.Rel, ".") || strings.Contains(b.Rel, "/."):
+			continue // in a dot directory, as ParseListing
+		case !IsTableName(name):
+			s.rep.Warnings = append(s.rep.Warnings, fmt.Sprintf("source %s: %s is a symlink with no referent (rsync: %q), not a table: skipped (if it stood for a directory of tables, its files are missing)", s.opts.From, b.Rel, b.Printed))
+			continue
+		case !s.opts.Set.Has(Pieces(name)):
+			continue
+		case lists && !s.verifier.Listed(name):
+			s.rep.Unlisted = append(s.rep.Unlisted, b.Rel)
+			continue
+		case onSource[name]:
+			s.rep.Warnings = append(s.rep.Warnings, fmt.Sprintf("source %s: %s is a symlink with no referent (rsync: %q); %s is copied from another path", s.opts.From, b.Rel, b.Printed, name))
+			continue
+		}
+		onSource[name] = true
+		s.rep.OnSource++
+		s.rep.Refused = append(s.rep.Refused, Refusal{Name: name, Rel: b.Rel, Problems: []string{
+			fmt.Sprintf("unreadable on the source: a symlink with no referent (rsync: symlink has no referent: %q): point it at the table or put the file there on the old host, then rerun", b.Printed)}})
+	}
 	if lists {
 		for _, n := range s.opts.Lists.names() {
 			if !s.opts.Set.Has(Pieces(n)) {

@@ -112,13 +112,7 @@ func ParseListing(out string) (files []SourceFile, warnings []string, err error)
 		if err != nil || size < 0 {
 			return nil, nil, fmt.Errorf("rsync listing line %d: size %q is not a number of bytes", i+1, f[1])
 		}
-		// the path is everything after the fourth field, spaces included
-		rest := line
-		for k := 0; k < 4; k++ {
-			rest = strings.TrimLeft(rest, " ")
-			rest = rest[strings.IndexByte(rest, ' ')+1:]
-		}
-		rel := strings.TrimLeft(rest, " ")
+		rel := listingPath(line)
 		clean := path.Clean(rel)
 		if clean != rel || strings.HasPrefix(clean, "../") || clean == ".." || strings.HasPrefix(clean, "/") {
 			return nil, nil, fmt.Errorf("rsync listing line %d: path %q leaves the source directory or is not clean", i+1, rel)
@@ -151,4 +145,15 @@ func ParseListing(out string) (files []SourceFile, warnings []string, err error)
 		out2 = append(out2, f)
 	}
 	return out2, warnings, nil
+}
+
+// listingPath is the path of a listing line of at least five fields:
+// everything after the fourth field, spaces included.
+func listingPath(line string) string {
+	rest := line
+	for k := 0; k < 4; k++ {
+		rest = strings.TrimLeft(rest, " ")
+		rest = rest[strings.IndexByte(rest, ' ')+1:]
+	}
+	return strings.TrimLeft(rest, " ")
 }

@@ -36,7 +36,8 @@ func syncCommand() *cli.Command {
    one that fails is refused, named with what differs, and kept under DIR/.tbhost-sync/refused.
 
    SRC is what rsync takes: rsync://old-host/tables (an rsync daemon), old-host:/srv/syzygy
-   (over ssh) or a local directory. Symlinks on the source are followed.
+   (over ssh) or a local directory. Symlinks on the source are followed; a table that is a
+   dangling symlink there is refused and named (exit 1), the rest is copied.
 
    Resumable: interrupted at any point (Ctrl-C, SIGKILL, a lost connection), run the same
    command again: verified files stay and are never replaced by different ones, rsync resumes
@@ -157,7 +158,11 @@ func printSync(w io.Writer, r tablesync.Report, err error) error {
 	fmt.Fprintf(w, "  %d files of the set on the source: %d verified before, %d copied and verified now, %d refused; %s transferred in %.0fs\n",
 		r.OnSource, r.AlreadyVerified, r.Landed, len(r.Refused), sizes.Format(r.Bytes), r.Seconds)
 	for _, f := range r.Refused {
-		fmt.Fprintf(w, "  REFUSED %s: %s (kept at %s)\n", f.Rel, strings.Join(f.Problems, "; "), f.KeptAt)
+		kept := ""
+		if f.KeptAt != "" {
+			kept = " (kept at " + f.KeptAt + ")"
+		}
+		fmt.Fprintf(w, "  REFUSED %s: %s%s\n", f.Rel, strings.Join(f.Problems, "; "), kept)
 	}
 	if len(r.Unlisted) > 0 {
 		fmt.Fprintf(w, "  not copied: %d files on the source the published lists do not name: %s\n", len(r.Unlisted), strings.Join(r.Unlisted, " "))
