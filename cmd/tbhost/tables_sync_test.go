@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tbhost/tbhost/internal/realdata"
 	"github.com/tbhost/tbhost/internal/tablesync/rsyncd"
 )
 
@@ -78,5 +79,38 @@ func TestTablesSyncSurvivesSIGKILL(t *testing.T) {
 	// parent) was stopped by the rerun: none is left writing
 	if alive, _ := exec.Command("pgrep", "-a", "-f", "rsync.*"+to).Output(); len(bytes.TrimSpace(alive)) > 0 {
 		t.Errorf("an rsync is still running into %s: %s", to, alive)
+	}
+}
+
+// Audit defect 2: a missing --to (an unmounted tables array) is exit 3,
+// naming the path and the fix, and is not created.
+func TestTablesSyncMissingDestinationIsThree(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "srv", "syzygy")
+	code, out, stderr := runTB(t, nil, "tables", "sync", "--from", realdata.Tables(t), "--to", missing, "--set", "3")
+	if code != 3 || !strings.Contains(out+stderr, missing) || !strings.Contains(out+stderr, "mount the tables file system there") {
+		t.Errorf("exit %d, want 3 naming %s and the fix:\n%s%s", code, missing, out, stderr)
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Errorf("tables sync created the missing destination %s (%v)", missing, err)
+	}
+}
+
+// Audit defect 3: a dangling symlink on the source is that table refused
+// and named, exit 1, the rest copied; it was exit 3 with rsync's raw
+// "exit status 23".
+func TestTablesSyncDanglingSymlinkIsOne(t *testing.T) {
+	if _, err := exec.LookPath("rsync"); err != nil {
+		t.Skip("SKIP: rsync not installed (Debian package rsync; `make deps` installs it)")
+	}
+	src := realdata.CopyTables(t)
+	os.Remove(filepath.Join(src, "KQvK.rtbw"))
+	os.Symlink("/nonexistent/KQvK.rtbw", filepath.Join(src, "KQvK.rtbw"))
+	to := t.TempDir()
+	code, out, stderr := runTB(t, nil, "tables", "sync", "--from", src, "--to", to, "--set", "3")
+	if code != 1 || !strings.Contains(out, "REFUSED KQvK.rtbw: unreadable on the source: a symlink with no referent") {
+		t.Errorf("exit %d, want 1 naming KQvK.rtbw:\n%s%s", code, out, stderr)
+	}
+	if got, _ := filepath.Glob(filepath.Join(to, "*.rtb?")); len(got) != 9 {
+		t.Errorf("%d files copied, want the 9 others of set 3: %v", len(got), got)
 	}
 }

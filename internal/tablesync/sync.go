@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/tbhost/tbhost/integrity"
 	"github.com/tbhost/tbhost/internal/capacity"
+	"github.com/tbhost/tbhost/internal/sysread"
 	"github.com/tbhost/tbhost/prefix"
 )
 
@@ -142,7 +144,9 @@ type FileEvent struct {
 }
 
 // Refusal is a file that failed verification: it is not in the
-// destination; the copy is kept under .tbhost-sync/refused.
+// destination; the copy is kept under .tbhost-sync/refused (KeptAt), or
+// there is none (KeptAt empty: the file is unreadable on the source, a
+// dangling symlink).
 type Refusal struct {
 	Name     string   `json:"name"`
 	Rel      string   `json:"path"`
@@ -186,11 +190,18 @@ type state struct {
 	Files   map[string]stateEntry `json:"files"`
 }
 
+// stateEntry is a file that passed verification. The state is outside
+// input (an earlier run with other lists or none, an edit by hand): an
+// entry only spares the digest, and only when its digest is the one the
+// current list publishes (verifiedBefore).
 type stateEntry struct {
 	Rel     string `json:"path"`
 	Size    int64  `json:"size"`
 	MtimeNs int64  `json:"mtime_ns"`
-	Digest  string `json:"digest,omitempty"`
+	// Algo and Digest: the file's digest, when the run that verified it
+	// had a digest list (older states hold the digest without its algo).
+	Algo   string `json:"algo,omitempty"`
+	Digest string `json:"digest,omitempty"`
 }
 
 type syncer struct {
@@ -198,6 +209,8 @@ type syncer struct {
 	work, incoming, partial string
 	refused, statePath      string
 	verifier                *integrity.FileVerifier
+	cheap                   *integrity.FileVerifier // size and trailer only: no digest
+	rechecked               int                     // recorded files verified again from disk
 	mu                      sync.Mutex
 	st                      state
 	rep                     Report
@@ -258,17 +271,21 @@ func Sync(ctx context.Context, opts Options) (Report, error) {
 	return s.rep, err
 }
 
-// prepare makes the work directories, takes the lock and loads the state.
+// prepare checks the destination, makes the work directories in it, takes
+// the lock and loads the state.
 func (s *syncer) prepare() (func(), error) {
 	to, err := filepath.Abs(s.opts.To)
 	if err != nil {
+		return nil, fmt.Errorf("destination %s: %w", s.opts.To, err)
+	}
+	if err := checkDestination(to); err != nil {
 		return nil, err
 	}
 	s.work = filepath.Join(to, ".tbhost-sync")
 	s.incoming, s.partial, s.refused = filepath.Join(s.work, "incoming"), filepath.Join(s.work, "partial"), filepath.Join(s.work, "refused")
 	s.statePath = filepath.Join(s.work, "state.json")
 	s.rep.StateFile = s.statePath
-	for _, d := range []string{to, s.work, s.incoming, s.partial, s.refused} {
+	for _, d := range []string{s.work, s.incoming, s.partial, s.refused} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("destination %s: %w", d, err)
 		}
@@ -292,11 +309,31 @@ func (s *syncer) prepare() (func(), error) {
 	}
 	s.stopOrphans()
 	s.verifier = integrity.NewFileVerifier(integrity.VerifyOptions{Sizes: s.opts.Lists.Sizes, Trailers: s.opts.Lists.Trailers, Checksums: s.opts.Lists.Checksums})
+	s.cheap = integrity.NewFileVerifier(integrity.VerifyOptions{Sizes: s.opts.Lists.Sizes, Trailers: s.opts.Lists.Trailers})
 	return func() { lock.Close() }, nil
 }
 
+// checkDestination refuses a destination that is not an existing
+// directory. It is never created: a tables file system that is not mounted
+// would otherwise have the set (17 TiB) copied onto the root file system
+// (prefix extract refuses a missing store for the same reason).
+func checkDestination(to string) error {
+	st, err := os.Stat(to)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("destination %s: %w (mount the tables file system there, or create the directory if it is meant to be a plain directory: mkdir -p %s; tables sync does not create it, so an unmounted array is not filled in on the root file system)", to, err, to)
+	case errors.Is(err, os.ErrPermission):
+		return fmt.Errorf("destination %s: %w (run as a user that can reach it, or give another --to)", to, err)
+	case err != nil:
+		return fmt.Errorf("destination %s: %w", to, err)
+	case !st.IsDir():
+		return fmt.Errorf("destination %s is a %s, not a directory: give the directory the tables go to (the tables file system's mount point)", to, sysread.FileKind(st.Mode()))
+	}
+	return nil
+}
+
 func (s *syncer) run(ctx context.Context) error {
-	listing, err := s.list(ctx)
+	listing, dangling, err := s.list(ctx)
 	if err != nil {
 		return err
 	}
@@ -305,7 +342,7 @@ func (s *syncer) run(ctx context.Context) error {
 		return fmt.Errorf("source %s: %w", s.opts.From, err)
 	}
 	s.rep.Warnings = append(s.rep.Warnings, warn...)
-	toCopy := s.select_(files)
+	toCopy := s.select_(files, resolveLinks(dangling, s.opts.From, listing))
 	var transfer []SourceFile
 	for _, f := range toCopy {
 		if err := ctx.Err(); err != nil {
@@ -318,6 +355,9 @@ func (s *syncer) run(ctx context.Context) error {
 			continue
 		}
 		transfer = append(transfer, f)
+	}
+	if s.rechecked > 0 {
+		s.rep.Warnings = append(s.rep.Warnings, fmt.Sprintf("%d files the state records as verified were read and checked again from disk: their earlier verification does not cover this run's checks (no digest or another one, other sizes or trailers)", s.rechecked))
 	}
 	s.byRel = map[string]SourceFile{}
 	for _, f := range transfer {
@@ -352,19 +392,29 @@ func (s *syncer) run(ctx context.Context) error {
 	return nil
 }
 
-// list runs rsync --list-only on the source.
-func (s *syncer) list(ctx context.Context) (string, error) {
+// list runs rsync --list-only on the source. A dangling symlink there does
+// not stop the sync: rsync names it and ends with exit code 23, and when
+// its stderr holds nothing but such names, the listing is used and the
+// paths rsync printed are returned (select_ refuses them by name). Any
+// other error, exit 23 included, fails the listing.
+func (s *syncer) list(ctx context.Context) (listing string, dangling []string, err error) {
 	args := []string{"--list-only", "-r", "--copy-links", "--no-human-readable", "--timeout=" + strconv.Itoa(int(s.opts.Timeout.Seconds())), source(s.opts.From)}
 	cmd := s.command(ctx, args...)
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
 		if errors.Is(err, exec.ErrNotFound) {
-			return "", fmt.Errorf("rsync is not installed (Debian: apt install rsync), on this host and the old one: %w", err)
+			return "", nil, fmt.Errorf("rsync is not installed (Debian: apt install rsync), on this host and the old one: %w", err)
 		}
-		return "", fmt.Errorf("listing the source %s (%s %s): %w: %s", s.opts.From, s.opts.Rsync, strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+		var exit *exec.ExitError
+		if errors.As(err, &exit) && exit.ExitCode() == rsyncPartial && ctx.Err() == nil {
+			if paths, ok := danglingLinks(errb.String()); ok {
+				return out.String(), paths, nil
+			}
+		}
+		return "", nil, fmt.Errorf("listing the source %s (%s %s): %w: %s", s.opts.From, s.opts.Rsync, strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
 	}
-	return out.String(), nil
+	return out.String(), nil, nil
 }
 
 // source is the rsync source with a trailing slash: its contents, not the
@@ -388,8 +438,10 @@ func (s *syncer) command(ctx context.Context, args ...string) *exec.Cmd {
 }
 
 // select_ picks the source files of the set, and records what is missing
-// or unlisted.
-func (s *syncer) select_(files []SourceFile) []SourceFile {
+// or unlisted. A table of the set that is a dangling symlink on the
+// source is on the source but unreadable: refused and named, not copied,
+// not missing; a dangling link with another name is a warning.
+func (s *syncer) select_(files []SourceFile, broken []brokenLink) []SourceFile {
 	onSource := map[string]bool{}
 	var out []SourceFile
 	lists := !s.opts.Lists.empty()
@@ -405,6 +457,28 @@ func (s *syncer) select_(files []SourceFile) []SourceFile {
 		out = append(out, f)
 	}
 	s.rep.OnSource = len(out)
+	for _, b := range broken {
+		name := path.Base(b.Rel)
+		switch {
+		case strings.HasPrefix(b.Rel, ".") || strings.Contains(b.Rel, "/."):
+			continue // in a dot directory, as ParseListing
+		case !IsTableName(name):
+			s.rep.Warnings = append(s.rep.Warnings, fmt.Sprintf("source %s: %s is a symlink with no referent (rsync: %q), not a table: skipped (if it stood for a directory of tables, its files are missing)", s.opts.From, b.Rel, b.Printed))
+			continue
+		case !s.opts.Set.Has(Pieces(name)):
+			continue
+		case lists && !s.verifier.Listed(name):
+			s.rep.Unlisted = append(s.rep.Unlisted, b.Rel)
+			continue
+		case onSource[name]:
+			s.rep.Warnings = append(s.rep.Warnings, fmt.Sprintf("source %s: %s is a symlink with no referent (rsync: %q); %s is copied from another path", s.opts.From, b.Rel, b.Printed, name))
+			continue
+		}
+		onSource[name] = true
+		s.rep.OnSource++
+		s.rep.Refused = append(s.rep.Refused, Refusal{Name: name, Rel: b.Rel, Problems: []string{
+			fmt.Sprintf("unreadable on the source: a symlink with no referent (rsync: symlink has no referent: %q): point it at the table or put the file there on the old host, then rerun", b.Printed)}})
+	}
 	if lists {
 		for _, n := range s.opts.Lists.names() {
 			if !s.opts.Set.Has(Pieces(n)) {
@@ -429,19 +503,34 @@ func (s *syncer) select_(files []SourceFile) []SourceFile {
 	return out
 }
 
-// alreadyThere reports whether f needs no transfer: verified before (the
-// state, same size and mtime), found in the destination and verified now,
-// or complete in incoming/ (a run stopped before verifying it) and now
-// verified or refused.
+// alreadyThere reports whether f needs no transfer: in the destination
+// and verified before with this run's checks (verifiedBefore), or verified
+// now from disk, or complete in incoming/ (a run stopped before verifying
+// it) and now verified or refused. A file in the destination that fails
+// this run's checks (one an earlier run accepted with fewer checks or other
+// lists, or one put there by hand) is moved out of the destination to
+// refused/ and copied again: only a copy that passes takes its place.
 func (s *syncer) alreadyThere(ctx context.Context, f SourceFile) (bool, error) {
 	dest := filepath.Join(s.opts.To, f.Rel)
 	st, err := os.Stat(dest)
 	if err == nil && st.Mode().IsRegular() {
-		if e, ok := s.st.Files[f.Name]; ok && e.Rel == f.Rel && e.Size == st.Size() && e.MtimeNs == st.ModTime().UnixNano() {
-			s.rep.AlreadyVerified++
-			return true, nil
+		e, recorded := s.st.Files[f.Name]
+		recorded = recorded && e.Rel == f.Rel && e.Size == st.Size() && e.MtimeNs == st.ModTime().UnixNano()
+		if recorded {
+			ok, err := s.verifiedBefore(ctx, dest, f, e)
+			if err != nil {
+				return false, err
+			}
+			if ok {
+				s.rep.AlreadyVerified++
+				return true, nil
+			}
+			s.rechecked++
 		}
-		r, err := s.check(ctx, dest, f)
+		// a recorded file is checked on its own (the source's copy may have
+		// changed since it landed); a file found there, also against the
+		// source's size
+		r, err := s.check(ctx, dest, f, !recorded)
 		if err != nil {
 			return false, err
 		}
@@ -450,8 +539,9 @@ func (s *syncer) alreadyThere(ctx context.Context, f SourceFile) (bool, error) {
 			s.rep.AlreadyVerified++
 			return true, nil
 		}
-		// an unverified file in the way that does not pass: the copy replaces it
-		s.rep.Warnings = append(s.rep.Warnings, fmt.Sprintf("%s was in the destination but does not verify (%s): copying it again", dest, strings.Join(r.Problems, "; ")))
+		if err := s.setAside(f, dest, r.Problems, recorded); err != nil {
+			return false, err
+		}
 	}
 	if st, err := os.Stat(filepath.Join(s.incoming, f.Rel)); err == nil && st.Size() == f.Size {
 		return true, s.land(ctx, f)
@@ -459,9 +549,64 @@ func (s *syncer) alreadyThere(ctx context.Context, f SourceFile) (bool, error) {
 	return false, nil
 }
 
-// check verifies a file: its table structure (a header tbhost can parse)
-// and the published lists.
-func (s *syncer) check(ctx context.Context, path string, f SourceFile) (integrity.FileResult, error) {
+// verifiedBefore reports whether a file the state records (same path, size
+// and mtime) passes this run's checks without being read: its structure
+// was checked when it was recorded; its size and embedded trailer are
+// compared with this run's lists (a stat and 16 bytes read); its digest is
+// the state's, which must be the one this run's digest list publishes, in
+// the same algorithm. A state without the digest, in another algorithm or
+// with another value does not spare it: the caller verifies the file from
+// disk.
+func (s *syncer) verifiedBefore(ctx context.Context, dest string, f SourceFile, e stateEntry) (bool, error) {
+	if cl := s.opts.Lists.Checksums; cl != nil {
+		want, listed := cl.Digests[f.Name]
+		if listed && (e.Digest != want || (e.Algo != "" && e.Algo != string(cl.Algo))) {
+			if e.Algo == string(cl.Algo) || (e.Algo == "" && len(e.Digest) == cl.Algo.HexLen()) {
+				// a digest the list disagrees with is a finding, never a pass
+				s.rep.Warnings = append(s.rep.Warnings, fmt.Sprintf("state %s records %s %s for %s, %s publishes %s: checking the file again from disk",
+					s.statePath, cl.Algo, e.Digest, f.Rel, cl.Source, want))
+			}
+			return false, nil
+		}
+	}
+	if s.opts.Lists.Sizes == nil && s.opts.Lists.Trailers == nil {
+		return true, nil
+	}
+	r, err := s.cheap.Check(ctx, dest, f.Name)
+	if err != nil {
+		return false, err
+	}
+	return len(r.Problems) == 0, nil
+}
+
+// setAside moves a file of the destination that fails this run's checks
+// to refused/ (out of the destination, kept for a look) and forgets it in
+// the state: the transfer copies it again, and the copy lands only if it
+// passes (else it is refused and named like any other).
+func (s *syncer) setAside(f SourceFile, dest string, problems []string, recorded bool) error {
+	kept := filepath.Join(s.refused, f.Rel)
+	if err := os.MkdirAll(filepath.Dir(kept), 0o755); err != nil {
+		return fmt.Errorf("moving %s aside: %w", dest, err)
+	}
+	if err := os.Rename(dest, kept); err != nil {
+		return fmt.Errorf("moving %s, which does not verify, out of the destination to %s: %w", dest, kept, err)
+	}
+	was := "was in the destination"
+	s.mu.Lock()
+	if recorded {
+		was = "was verified by an earlier run (with fewer checks or other lists)"
+		delete(s.st.Files, f.Name)
+		s.save(true)
+	}
+	s.mu.Unlock()
+	s.rep.Warnings = append(s.rep.Warnings, fmt.Sprintf("%s %s but does not verify now (%s): moved to %s, copying it again from the source",
+		dest, was, strings.Join(problems, "; "), kept))
+	return nil
+}
+
+// check verifies a file: its table structure (a header tbhost can parse),
+// the published lists and, againstSource, the size the source listed.
+func (s *syncer) check(ctx context.Context, path string, f SourceFile, againstSource bool) (integrity.FileResult, error) {
 	r, err := s.verifier.Check(ctx, path, f.Name)
 	if err != nil {
 		return r, err
@@ -469,7 +614,7 @@ func (s *syncer) check(ctx context.Context, path string, f SourceFile) (integrit
 	if r.Verdict == integrity.VerdictUnlisted && s.opts.Lists.empty() {
 		r.Verdict = integrity.VerdictOK
 	}
-	if r.Size != f.Size {
+	if againstSource && r.Size != f.Size {
 		r.Problems = append(r.Problems, fmt.Sprintf("%d bytes, the source listed %d", r.Size, f.Size))
 	}
 	if _, err := prefix.ParseFile(path); err != nil {
@@ -483,7 +628,7 @@ func (s *syncer) check(ctx context.Context, path string, f SourceFile) (integrit
 func (s *syncer) land(ctx context.Context, f SourceFile) error {
 	s.markHandled(f.Rel)
 	in := filepath.Join(s.incoming, f.Rel)
-	r, err := s.check(ctx, in, f)
+	r, err := s.check(ctx, in, f, true)
 	if err != nil {
 		return err
 	}
@@ -530,7 +675,11 @@ func (s *syncer) land(ctx context.Context, f SourceFile) error {
 func (s *syncer) record(f SourceFile, st os.FileInfo, digest string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.st.Files[f.Name] = stateEntry{Rel: f.Rel, Size: st.Size(), MtimeNs: st.ModTime().UnixNano(), Digest: digest}
+	e := stateEntry{Rel: f.Rel, Size: st.Size(), MtimeNs: st.ModTime().UnixNano()}
+	if digest != "" && s.opts.Lists.Checksums != nil {
+		e.Algo, e.Digest = string(s.opts.Lists.Checksums.Algo), digest
+	}
+	s.st.Files[f.Name] = e
 	s.save(false)
 }
 

@@ -3,6 +3,7 @@ package tablesync_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -87,5 +88,90 @@ func TestSyncRefusesCorruptNamesMissingKeepsVerified(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(kbvk); !bytes.Equal(after, before) {
 		t.Error("a verified file was replaced by the old side's changed copy")
+	}
+}
+
+// Audit defect 2: a --to that does not exist was created, so an unmounted
+// tables array meant copying the set onto the root file system. It is
+// refused before anything is listed or written, naming the path and the
+// fix; a regular file in its place is refused too.
+func TestSyncRefusesAMissingDestination(t *testing.T) {
+	set, _ := tablesync.ParseSet("3")
+	missing := filepath.Join(t.TempDir(), "srv", "syzygy")
+	_, err := tablesync.Sync(context.Background(), tablesync.Options{From: t.TempDir(), To: missing, Set: set})
+	if err == nil || !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), missing) || !strings.Contains(err.Error(), "mount the tables file system there") {
+		t.Errorf("sync into a missing %s: %v; want it refused, naming the path and the fix", missing, err)
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Errorf("the missing destination was created: %v", err)
+	}
+	file := filepath.Join(t.TempDir(), "syzygy")
+	os.WriteFile(file, []byte("x"), 0o644)
+	if _, err := tablesync.Sync(context.Background(), tablesync.Options{From: t.TempDir(), To: file, Set: set}); err == nil || !strings.Contains(err.Error(), "is a regular file, not a directory") {
+		t.Errorf("sync into a regular file: %v", err)
+	}
+}
+
+// Audit defect 3: one dangling symlink on the source stopped the whole sync
+// (exit 3, rsync's "exit status 23: symlink has no referent"). That table
+// is refused and named (exit 1), a dangling link that is not a table is a
+// warning, and the rest is copied; from a daemon and from a local
+// directory given through a symlink (rsync names the links differently).
+// Any other error of the listing still stops it, a dangling link or not.
+func TestSyncDanglingSymlinkOnTheSource(t *testing.T) {
+	h := rsyncd.NewOldHost(t)
+	for _, n := range []string{"KBNvK.rtbw", "KQPvK.rtbz"} {
+		if err := os.Remove(h.Path(n)); err != nil {
+			t.Fatal(err)
+		}
+		// relative: the daemon runs as nobody, and a target under a 0700
+		// directory would be "Permission denied", not a dangling link
+		if err := os.Symlink(filepath.Join("gone", n), h.Path(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Symlink("nowhere", filepath.Join(h.Dir, "README"))
+	link := filepath.Join(t.TempDir(), "old-tables")
+	os.Symlink(h.Dir, link)
+	lists, err := tablesync.LoadLists(h.Lists)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, _ := tablesync.ParseSet("3-7")
+	for _, from := range []string{h.URL, link} {
+		to := t.TempDir()
+		rep, err := tablesync.Sync(context.Background(), tablesync.Options{From: from, To: to, Set: set, Lists: lists})
+		if err != nil {
+			t.Fatalf("from %s: a dangling link stopped the sync: %v", from, err)
+		}
+		var refused []string
+		for _, r := range rep.Refused {
+			refused = append(refused, r.Rel)
+			if p := strings.Join(r.Problems, "; "); !strings.Contains(p, "symlink has no referent") || !strings.Contains(p, r.Name) || r.KeptAt != "" {
+				t.Errorf("from %s: %s refused with %q, kept at %q; want the dangling link named, nothing kept", from, r.Rel, p, r.KeptAt)
+			}
+		}
+		if want := []string{"KBNvK.rtbw", "dtz/KQPvK.rtbz"}; !reflect.DeepEqual(refused, want) {
+			t.Errorf("from %s: refused %v, want %v", from, refused, want)
+		}
+		if rep.Landed != 22 || rep.OnSource != 24 || rep.MissingCount != 0 || !rep.ProblemsFound() || rep.Complete {
+			t.Errorf("from %s: landed %d, on source %d, missing %v; problems %v, complete %v; want 22 landed of 24, none missing, problems found",
+				from, rep.Landed, rep.OnSource, rep.Missing, rep.ProblemsFound(), rep.Complete)
+		}
+		if w := strings.Join(rep.Warnings, "\n"); !strings.Contains(w, "README is a symlink with no referent") {
+			t.Errorf("from %s: the dangling README is not a warning:\n%s", from, w)
+		}
+	}
+
+	// an unreadable directory beside the dangling links: rsync's exit 23
+	// for another cause, which is not tolerated
+	locked := filepath.Join(h.Dir, "locked")
+	os.Mkdir(locked, 0o755)
+	os.WriteFile(filepath.Join(locked, "KRvKN.rtbw"), []byte("x"), 0o644)
+	os.Chmod(locked, 0)
+	defer os.Chmod(locked, 0o755)
+	_, err = tablesync.Sync(context.Background(), tablesync.Options{From: h.URL, To: t.TempDir(), Set: set, Lists: lists})
+	if err == nil || !strings.Contains(err.Error(), "locked") || !strings.Contains(err.Error(), "exit status 23") {
+		t.Errorf("a listing with an unreadable directory and dangling links: %v; want it stopped with rsync's error", err)
 	}
 }

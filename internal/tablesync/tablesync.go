@@ -9,10 +9,13 @@
 //	DIR/.tbhost-sync/incoming/     rsync's destination; a file moves to DIR only once verified
 //	DIR/.tbhost-sync/partial/      rsync --partial-dir (resumes an interrupted file)
 //	DIR/.tbhost-sync/refused/<rel> files that failed verification, kept for a look
-//	DIR/.tbhost-sync/state.json    what was verified (size and mtime), written atomically
+//	DIR/.tbhost-sync/state.json    what was verified (size, mtime, digest), written atomically
 //
-// A file in DIR that the state records as verified is never handed to rsync
-// again, so it is never replaced by a different one. Interrupted at any
+// A file in DIR that the state records as verified and that passes this
+// run's checks is never handed to rsync again, so it is never replaced by a
+// different one. The state spares only the digest, and only when it is the
+// one the run's list publishes; a file that fails the run's checks is moved
+// out of DIR to refused/ and copied again. Interrupted at any
 // point (SIGKILL included), a rerun continues: complete files rsync left in
 // incoming/ are verified first, partial ones are resumed by rsync.
 package tablesync
@@ -109,13 +112,7 @@ func ParseListing(out string) (files []SourceFile, warnings []string, err error)
 		if err != nil || size < 0 {
 			return nil, nil, fmt.Errorf("rsync listing line %d: size %q is not a number of bytes", i+1, f[1])
 		}
-		// the path is everything after the fourth field, spaces included
-		rest := line
-		for k := 0; k < 4; k++ {
-			rest = strings.TrimLeft(rest, " ")
-			rest = rest[strings.IndexByte(rest, ' ')+1:]
-		}
-		rel := strings.TrimLeft(rest, " ")
+		rel := listingPath(line)
 		clean := path.Clean(rel)
 		if clean != rel || strings.HasPrefix(clean, "../") || clean == ".." || strings.HasPrefix(clean, "/") {
 			return nil, nil, fmt.Errorf("rsync listing line %d: path %q leaves the source directory or is not clean", i+1, rel)
@@ -148,4 +145,15 @@ func ParseListing(out string) (files []SourceFile, warnings []string, err error)
 		out2 = append(out2, f)
 	}
 	return out2, warnings, nil
+}
+
+// listingPath is the path of a listing line of at least five fields:
+// everything after the fourth field, spaces included.
+func listingPath(line string) string {
+	rest := line
+	for k := 0; k < 4; k++ {
+		rest = strings.TrimLeft(rest, " ")
+		rest = rest[strings.IndexByte(rest, ' ')+1:]
+	}
+	return strings.TrimLeft(rest, " ")
 }

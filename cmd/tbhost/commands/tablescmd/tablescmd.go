@@ -36,22 +36,27 @@ func syncCommand() *cli.Command {
    one that fails is refused, named with what differs, and kept under DIR/.tbhost-sync/refused.
 
    SRC is what rsync takes: rsync://old-host/tables (an rsync daemon), old-host:/srv/syzygy
-   (over ssh) or a local directory. Symlinks on the source are followed.
+   (over ssh) or a local directory. Symlinks on the source are followed; a table that is a
+   dangling symlink there is refused and named (exit 1), the rest is copied.
 
    Resumable: interrupted at any point (Ctrl-C, SIGKILL, a lost connection), run the same
    command again: verified files stay and are never replaced by different ones, rsync resumes
-   partial ones (DIR/.tbhost-sync/ holds the work and state.json). At the end it lists the
-   files of the set the source does not have (named from the lists; counted without them).
+   partial ones (DIR/.tbhost-sync/ holds the work and state.json). A file an earlier run
+   verified with fewer checks or other lists is checked again against this run's lists; one
+   that fails them is moved out of DIR to DIR/.tbhost-sync/refused and copied again. At the end
+   it lists the files of the set the source does not have (named from the lists; counted
+   without them).
 
    Exit codes: 0 every file of the set is in DIR and verified; 1 files refused or missing;
-   2 usage; 3 could not run (rsync missing or failing, DIR not writable).
+   2 usage; 3 could not run (rsync missing or failing, DIR missing or not writable). DIR must
+   exist (it is never created: an unmounted tables array is not filled on the root file system).
 
    Example:
      tbhost tables sync --from rsync://old-host/syzygy --to /srv/syzygy \
         --checksums /root/lists/syzygy-tables.info --bwlimit 100MiB/s --set 3-7`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "from", Usage: "rsync `SRC` of the old host's tables (rsync://host/module, host:/dir, or a directory)"},
-			&cli.StringFlag{Name: "to", Usage: "destination `DIR` (the new host's tables filesystem)"},
+			&cli.StringFlag{Name: "to", Usage: "destination `DIR` (the new host's tables filesystem; must exist)"},
 			&cli.StringFlag{Name: "checksums", Usage: "`DIR` of the published lists (bytes.tsv, tbcheck.txt, sha256): check each file against them and name the missing ones"},
 			&cli.StringFlag{Name: "set", Value: "3-7", Usage: "piece counts to copy: a range or list within 3-7 (3-5, 6-7, 3,4,7)"},
 			&cli.StringFlag{Name: "bwlimit", Usage: "bandwidth limit, e.g. 100MiB/s (rsync --bwlimit; default unlimited)"},
@@ -153,7 +158,11 @@ func printSync(w io.Writer, r tablesync.Report, err error) error {
 	fmt.Fprintf(w, "  %d files of the set on the source: %d verified before, %d copied and verified now, %d refused; %s transferred in %.0fs\n",
 		r.OnSource, r.AlreadyVerified, r.Landed, len(r.Refused), sizes.Format(r.Bytes), r.Seconds)
 	for _, f := range r.Refused {
-		fmt.Fprintf(w, "  REFUSED %s: %s (kept at %s)\n", f.Rel, strings.Join(f.Problems, "; "), f.KeptAt)
+		kept := ""
+		if f.KeptAt != "" {
+			kept = " (kept at " + f.KeptAt + ")"
+		}
+		fmt.Fprintf(w, "  REFUSED %s: %s%s\n", f.Rel, strings.Join(f.Problems, "; "), kept)
 	}
 	if len(r.Unlisted) > 0 {
 		fmt.Fprintf(w, "  not copied: %d files on the source the published lists do not name: %s\n", len(r.Unlisted), strings.Join(r.Unlisted, " "))
