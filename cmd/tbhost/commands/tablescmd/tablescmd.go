@@ -70,9 +70,6 @@ func syncCommand() *cli.Command {
 
 func runSync(c *cli.Context) error {
 	g := cliutil.Get(c)
-	if c.NArg() > 0 {
-		return cliutil.Usagef("tables sync takes no arguments (got %q): use --from SRC --to DIR", c.Args().Slice())
-	}
 	if c.String("from") == "" || c.String("to") == "" {
 		return cliutil.Usagef("tables sync needs --from SRC (the old host's tables, e.g. rsync://old-host/syzygy) and --to DIR")
 	}
