@@ -310,7 +310,9 @@ func lvmArrays(root string, sb *SysBlock, all []lvm.LV, pvs []lvm.PV) []Array {
 			a.Members = append(a.Members, Member{Disk: k, ID: StableID(root, sb.Disk(k)), IntegrityMismatches: -1})
 			unused = append(unused, k)
 		}
-		if len(unused) > 0 {
+		// an array whose report leaves out images it names (lvm-unreadable,
+		// below) may well use these PVs: that is not judged from it
+		if len(unused) > 0 && !lvm.HasCode(h.Findings, lvm.CodeLVMUnreadable) {
 			a.Problems = append(a.Problems, Problem{Severity: Warning, Code: lvm.CodePVUnused, Text: fmt.Sprintf(
 				"%s: %d PV(s) of VG %s hold no image of it (%s): the array does not use every disk (created without --stripes?)",
 				a.Name, len(unused), lv.VG, strings.Join(unused, ", "))})
@@ -345,7 +347,9 @@ func lvmArrays(root string, sb *SysBlock, all []lvm.LV, pvs []lvm.PV) []Array {
 }
 
 // lvHealth words the array's own health findings (lvm.AssessArray's, from
-// lv_health_status, lv_attr and raid_mismatch_count) for monitor, with
+// lv_health_status, lv_attr, raid_mismatch_count, and the report's
+// consistency: an image the array names that the report leaves out) for
+// monitor, with
 // their severities: a partial LV is said once, and lv_attr only adds what
 // lv_health_status did not say.
 func lvHealth(name string, lv lvm.LV, fs []lvm.Finding) []Problem {
@@ -385,7 +389,7 @@ func lvHealth(name string, lv lvm.LV, fs []lvm.Finding) []Problem {
 			}
 		case f.Code == lvm.CodeRAIDMismatches:
 			add(f, fmt.Sprintf("%s: raid_mismatch_count %d after the last check", name, f.Count))
-		case f.Code == lvm.CodeValueUnrecognized:
+		case f.Code == lvm.CodeValueUnrecognized, f.Code == lvm.CodeLVMUnreadable: // a counter, or a report that contradicts itself
 			p = append(p, unjudgeable(f))
 		}
 	}
