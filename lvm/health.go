@@ -146,7 +146,9 @@ const (
 	// CodeValueUnrecognized: a counter health is judged on
 	// (integritymismatches, raid_mismatch_count, sync_percent) that tbhost
 	// cannot read (not a count, not a percent, empty where an active LV
-	// reports it): it cannot judge the LV, which is not OK.
+	// reports it): it cannot judge the LV, which is not OK. monitor also
+	// gives it (UNKNOWN) to a redundant md array whose md/degraded or
+	// md/raid_disks is missing.
 	CodeValueUnrecognized Code = "value-unrecognized"
 	// CodeIntegrityMismatches: dm-integrity counted blocks whose checksum
 	// did not match (integritymismatches > 0).

@@ -546,11 +546,12 @@ func mdArrays(root string, sb *SysBlock) []Array {
 				a.Degraded = true
 			}
 		}
-		if md.Degraded > 0 {
+		a.Problems = append(a.Problems, mdUnjudgeable(n, md)...)
+		if missing, why := mdMissing(md); missing > 0 {
 			a.Degraded = true
-			a.Problems = append(a.Problems, Problem{Severity: Critical, Code: lvm.CodeRAIDDegraded, Text: fmt.Sprintf("%s: degraded: %d of %d devices missing", n, md.Degraded, md.RaidDisks)})
-			for i := 0; i < md.Degraded; i++ {
-				a.Members = append(a.Members, Member{Images: []string{fmt.Sprintf("slot%d", md.RaidDisks-md.Degraded+i)}, Missing: true, IntegrityMismatches: -1})
+			a.Problems = append(a.Problems, Problem{Severity: Critical, Code: lvm.CodeRAIDDegraded, Text: fmt.Sprintf("%s: degraded: %d of %d devices missing%s", n, missing, md.RaidDisks, why)})
+			for i := 0; i < missing; i++ {
+				a.Members = append(a.Members, Member{Images: []string{fmt.Sprintf("slot%d", md.RaidDisks-missing+i)}, Missing: true, IntegrityMismatches: -1})
 			}
 		}
 		if md.ArrayState != "" && md.ArrayState != "clean" && md.ArrayState != "active" && md.ArrayState != "active-idle" && md.ArrayState != "write-pending" {
@@ -574,6 +575,63 @@ func mdArrays(root string, sb *SysBlock) []Array {
 		out = append(out, a)
 	}
 	return out
+}
+
+// mdRedundant reports whether an md level keeps redundancy: the kernel
+// gives these (and only these) md/degraded, sync_action and mismatch_cnt;
+// raid0, linear and containers have none.
+func mdRedundant(level string) bool {
+	switch level {
+	case "raid1", "raid4", "raid5", "raid6", "raid10":
+		return true
+	}
+	return false
+}
+
+// mdUnjudgeable: a redundant array whose md/degraded or md/raid_disks is
+// missing (or empty) cannot be judged: a real kernel has both, so the tree
+// is cut short, and reading the absence as "0 missing" would say OK.
+func mdUnjudgeable(name string, md mdInfo) []Problem {
+	if !mdRedundant(md.Level) {
+		return nil
+	}
+	var p []Problem
+	for _, attr := range []struct {
+		file string
+		have bool
+	}{{"raid_disks", md.RaidDisks >= 0}, {"degraded", md.HasDegraded}} {
+		if !attr.have {
+			p = append(p, Problem{Severity: Unknown, Code: lvm.CodeValueUnrecognized, Text: fmt.Sprintf(
+				"%s: %s is missing or empty: the kernel has it for every %s array, so tbhost cannot tell whether %s is degraded (see /proc/mdstat; a snapshot: take it again)",
+				name, filepath.Join(md.Dir, attr.file), md.Level, name)})
+		}
+	}
+	return p
+}
+
+// mdMissing is how many devices a redundant md array runs without: what
+// md/degraded says, or raid_disks less the members in sync (md/dev-*/state
+// in_sync, not faulty) when that is more; why says so when md/degraded
+// says less. A spare being rebuilt is not in sync.
+func mdMissing(md mdInfo) (missing int, why string) {
+	missing = md.Degraded
+	if !mdRedundant(md.Level) || md.RaidDisks < 0 {
+		return missing, ""
+	}
+	inSync := 0
+	for _, state := range md.Members {
+		if mdFlag(state, "in_sync") && !mdFlag(state, "faulty") {
+			inSync++
+		}
+	}
+	if short := md.RaidDisks - inSync; short > missing {
+		says := fmt.Sprintf("md/degraded says %d", md.Degraded)
+		if !md.HasDegraded {
+			says = "no md/degraded"
+		}
+		return short, fmt.Sprintf(" (%d members in sync of raid_disks %d; %s)", inSync, md.RaidDisks, says)
+	}
+	return missing, ""
 }
 
 // mdFlag reports whether an md member's state (a comma-separated list of
