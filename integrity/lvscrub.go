@@ -71,6 +71,11 @@ func PlanLVScrub(all []lvm.LV, vg, name, devRoot string) (LVScrubPlan, error) {
 		return p, fmt.Errorf("%s is degraded (%s): not scrubbing until the failed member is replaced (see tbhost lvm status %s; docs/lvm.md): %w",
 			p.LV, degraded, p.LV, ErrDegraded)
 	}
+	for _, f := range lvm.AssessArray(all, top).Findings {
+		if f.Code == lvm.CodeLVMUnreadable { // an image the array names is left out: scrubbing the rest would skip it
+			return p, fmt.Errorf("%s; not scrubbing from it (%s)", f.Text, f.Advice)
+		}
+	}
 	images := lvm.SubLVs(all, top, "rimage")
 	if len(images) == 0 {
 		return p, fmt.Errorf("%s: no _rimage_N sub-LVs in the report", p.LV)

@@ -287,3 +287,19 @@ func TestSyncCheckUnreadableCounterIsAProblem(t *testing.T) {
 		t.Fatalf("finished %v, problems %q; want the unreadable counter named", rep.Finished, rep.Problems)
 	}
 }
+
+// An lvs report that leaves out an image the array names (tables_rimage_2
+// and its sub-LVs cut from the clean capture): the scrub read the five
+// images it saw and called the array scrubbed. It refuses, naming the image.
+func TestPlanLVScrubRefusesReportWithoutAnImage(t *testing.T) {
+	var cut []lvm.LV
+	for _, lv := range fixtureLVs(t, "lvs-a-2.03.16-tables-clean.json") {
+		if !strings.HasPrefix(lv.Name, "tables_rimage_2") && lv.Name != "tables_rmeta_2" {
+			cut = append(cut, lv)
+		}
+	}
+	_, err := PlanLVScrub(cut, "vg-hdd", "tables", fakeRoot(t, 4096))
+	if err == nil || !strings.Contains(err.Error(), `vg-hdd/tables: the devices column of tables names "tables_rimage_2"`) || !strings.Contains(err.Error(), "not scrubbing") {
+		t.Fatalf("want a refusal naming the left-out image, got %v", err)
+	}
+}

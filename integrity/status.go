@@ -189,8 +189,14 @@ func ArrayStatusFrom(top lvm.LV, h lvm.ArrayHealth) ArrayStatus {
 		var own []lvm.Finding
 		for _, f := range ih.Findings {
 			switch f.Code {
-			case lvm.CodeImageMissing, lvm.CodeImageSpansDisks:
-				continue // the array's partial state says it; lvm status names the image
+			case lvm.CodeImageSpansDisks:
+				continue // lvm status names the image
+			case lvm.CodeImageMissing:
+				if lvm.HasCode(h.Findings, lvm.CodeRAIDDegraded) {
+					continue // the array's partial state says it; lvm status names the image
+				}
+				// an image on [unknown] while the array is not partial: a
+				// report lvm2 does not give, and never OK
 			case lvm.CodeIntegrityMismatches:
 				sum += f.Count
 				f.Advice = fmt.Sprintf("dm-integrity caught corrupt blocks read from this disk: check its SMART log and cabling; run tbhost integrity scrub %s to read every block", top.FullName())

@@ -134,3 +134,32 @@ func TestStatusThroughRunner(t *testing.T) {
 		t.Fatalf("want an error naming the fix, got %v", err)
 	}
 }
+
+// An image on a PV LVM cannot find ("[unknown]") while no row says partial
+// (the lab's degraded capture with the partial flags cleared): integrity
+// status said OK, since it left image-missing to the array's partial state.
+func TestStatusImageOnUnknownPVWithoutPartialIsAProblem(t *testing.T) {
+	b, err := os.ReadFile("../lvm/testdata/lab-apply-2.03.16/lvs-degraded.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for _, r := range [][2]string{{`"partial"`, `""`}, {`-p-"`, `---"`}} {
+		if !strings.Contains(s, r[0]) {
+			t.Fatalf("capture has no %s", r[0])
+		}
+		s = strings.ReplaceAll(s, r[0], r[1])
+	}
+	all, err := lvm.ParseReport([]byte(s), "lv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lvs, err := lvm.ParseLVRows(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := tablesStatus(t, lvs)
+	if st.OK || !lvm.HasCode(st.Findings, lvm.CodeImageMissing) || !strings.Contains(strings.Join(st.Problems, "\n"), "tables_rimage_2") {
+		t.Fatalf("ok=%v problems %q", st.OK, st.Problems)
+	}
+}

@@ -3,8 +3,8 @@ package lvm
 // This file is the one model of array health: it judges an LV and its
 // images from the fields of LVM's report (lv_health_status, the health
 // character of lv_attr, raid_sync_action, sync_percent,
-// integritymismatches, raid_mismatch_count, devices) and returns typed
-// findings. Every consumer (lvm status, integrity status and scrub, monitor,
+// integritymismatches, raid_mismatch_count, devices, stripes) and returns
+// typed findings. Every consumer (lvm status, integrity status and scrub, monitor,
 // the playbooks) decides on the Code and the Severity, never on the text:
 // the text is for people and may be reworded.
 
@@ -146,7 +146,9 @@ const (
 	// CodeValueUnrecognized: a counter health is judged on
 	// (integritymismatches, raid_mismatch_count, sync_percent) that tbhost
 	// cannot read (not a count, not a percent, empty where an active LV
-	// reports it): it cannot judge the LV, which is not OK.
+	// reports it): it cannot judge the LV, which is not OK. monitor also
+	// gives it (UNKNOWN) to a redundant md array whose md/degraded or
+	// md/raid_disks is missing.
 	CodeValueUnrecognized Code = "value-unrecognized"
 	// CodeIntegrityMismatches: dm-integrity counted blocks whose checksum
 	// did not match (integritymismatches > 0).
@@ -195,7 +197,12 @@ const (
 	// CodeNoSamples: fewer than two samples, no rates.
 	CodeNoSamples Code = "no-samples"
 	// CodeLVMUnreadable: LVM's report could not be read or parsed, so
-	// health cannot be judged (monitor check: UNKNOWN).
+	// health cannot be judged (monitor check: UNKNOWN). Also an array whose
+	// report contradicts itself (AssessArray): its devices column names a
+	// sub-LV the report leaves out, or it lists fewer or more images than
+	// the array's stripes. lvm2 lists an image on a missing PV (devices
+	// "[unknown]", health partial), it never leaves it out: such a report
+	// is stale or edited, and tbhost cannot judge the array from it.
 	CodeLVMUnreadable Code = "lvm-unreadable"
 
 	// Disk replacement (issue 14).
@@ -372,6 +379,17 @@ func OnMissingPV(all []LV, lv LV) bool {
 	return walk(lv, 0)
 }
 
+// lostDisk reports whether img's PV is gone: its extents lie on a PV LVM
+// cannot find ("[unknown]"), or on no PV at all. An image whose sub-LVs
+// the report leaves out is not judged so: reportConsistency says the
+// report cannot be judged, never "replace the disk".
+func lostDisk(all []LV, img LV) bool {
+	if OnMissingPV(all, img) {
+		return true
+	}
+	return len(PhysicalDevices(all, img)) == 0 && len(unlistedSubLVs(all, img)) == 0
+}
+
 // ImageHealth is one raid image of an array and its findings.
 type ImageHealth struct {
 	LV    LV
@@ -398,7 +416,7 @@ func AssessArray(all []LV, top LV) ArrayHealth {
 	images := SubLVs(all, top, "rimage")
 	missingImages := 0
 	for _, img := range images {
-		if len(PhysicalDevices(all, img)) == 0 || OnMissingPV(all, img) {
+		if lostDisk(all, img) {
 			missingImages++
 		}
 	}
@@ -418,6 +436,7 @@ func AssessArray(all []LV, top LV) ArrayHealth {
 				Advice: ReplaceAdvice(name)})
 		}
 	}
+	h.Findings = append(h.Findings, reportConsistency(all, top, images)...)
 	if f, ok := syncFinding(top); ok {
 		if f.Code == CodeRebuilding || f.Code == CodeSyncInProgress {
 			f.Text += eta(f.Percent, imageBytes(images), timeline.DefaultHDDRate)
@@ -435,7 +454,7 @@ func AssessArray(all []LV, top LV) ArrayHealth {
 		for i := range ih.Findings {
 			ih.Findings[i].Image, ih.Findings[i].Disks = img.Name, ih.Disks
 		}
-		if len(ih.Disks) == 0 || OnMissingPV(all, img) {
+		if lostDisk(all, img) {
 			ih.Missing = true
 			ih.Findings = append(ih.Findings, Finding{Code: CodeImageMissing, Severity: Critical,
 				LV: img.FullName(), Image: img.Name, Disks: ih.Disks, Field: "devices", Value: "[unknown]",
@@ -450,6 +469,82 @@ func AssessArray(all []LV, top LV) ArrayHealth {
 		h.Images = append(h.Images, ih)
 	}
 	return h
+}
+
+// reportConsistency checks the array's own row against the sub-LVs the
+// report lists (images: SubLVs(all, top, "rimage")). lvm2 lists every
+// sub-LV of a RAID LV, an image on a missing PV too (devices "[unknown]",
+// health partial): a devices entry naming a sub-LV the report leaves out,
+// or a number of images other than the array's stripes, is a report that
+// contradicts itself (stale, edited, or cut short). The array cannot be
+// judged from it: an lvm-unreadable finding (UNKNOWN) naming the array and
+// the absent sub-LV, never OK.
+func reportConsistency(all []LV, top LV, images []LV) []Finding {
+	name := top.FullName()
+	advice := fmt.Sprintf("compare with lvs -a -o +devices %s on the host; a snapshot: take it again (tbhost inventory --snapshot)", top.VG)
+	var out []Finding
+	for _, u := range unlistedSubLVs(all, top) {
+		out = append(out, Finding{Code: CodeLVMUnreadable, Severity: Unknown, LV: name, Image: u.Name,
+			Field: "devices", Value: u.Entry,
+			Text: fmt.Sprintf("%s: the devices column of %s names %q, which the lvs report does not list: the report is inconsistent (lvm2 lists an image on a missing disk as partial, it does not leave it out), so tbhost cannot judge the array",
+				name, u.In, u.Name),
+			Advice: advice})
+	}
+	if len(out) > 0 || len(top.Segments) == 0 || !strings.HasPrefix(top.SegType(), "raid") {
+		return out
+	}
+	if s := top.Segments[0]; s.Stripes > 0 && s.Stripes != len(images) {
+		var names []string
+		for _, img := range images {
+			names = append(names, img.Name)
+		}
+		out = append(out, Finding{Code: CodeLVMUnreadable, Severity: Unknown, LV: name,
+			Field: "stripes", Value: fmt.Sprint(s.Stripes), Count: int64(len(images)),
+			Text: fmt.Sprintf("%s: the report lists %d rimage sub-LVs (%s) but the array has %d stripes: the report is inconsistent, so tbhost cannot judge the array",
+				name, len(images), strings.Join(names, ", "), s.Stripes),
+			Advice: advice})
+	}
+	return out
+}
+
+// unlisted is a devices entry naming a sub-LV that the report does not list.
+type unlisted struct {
+	Name  string // the sub-LV named (tables_rimage_2)
+	Entry string // the devices entry (tables_rimage_2(0))
+	In    string // the LV whose devices column names it (tables)
+}
+
+// unlistedSubLVs follows lv's segments down through its sub-LVs, as
+// PhysicalDevices does, and returns the devices entries that name a sub-LV
+// the report does not list (a PV path and "[unknown]" are not sub-LVs).
+func unlistedSubLVs(all []LV, lv LV) []unlisted {
+	var out []unlisted
+	visited, said := map[string]bool{}, map[string]bool{}
+	var walk func(LV, int)
+	walk = func(l LV, depth int) {
+		if depth > 16 || visited[l.Name] {
+			return
+		}
+		visited[l.Name] = true
+		for _, s := range l.Segments {
+			for _, e := range s.Devices {
+				if e.IsDevice() || e.Name == "[unknown]" {
+					continue
+				}
+				sub, ok := Find(all, l.VG, e.Name)
+				if !ok {
+					if !said[e.Name] {
+						said[e.Name] = true
+						out = append(out, unlisted{Name: e.Name, Entry: fmt.Sprintf("%s(%d)", e.Name, e.Start), In: l.Name})
+					}
+					continue
+				}
+				walk(sub, depth+1)
+			}
+		}
+	}
+	walk(lv, 0)
+	return out
 }
 
 // ReplaceAdvice is the command that replaces a gone member of vg/lv.

@@ -153,3 +153,24 @@ func TestCapturedMemberDroppedWhileRunning(t *testing.T) {
 	}
 	promtoolCheckMetrics(t, out)
 }
+
+// Audit: the correct array's capture with one image cut out of LVM's report
+// (tables_rimage_2 with its rmeta and integrity sub-LVs) said "balanced (5
+// disks)" OK: the images were counted from the rows present, while the
+// array's row still says 6 stripes and names tables_rimage_2. A report
+// that contradicts itself cannot be judged: UNKNOWN, naming the image.
+func TestCapturedImageLeftOutOfTheReportIsNotOK(t *testing.T) {
+	root := captured(t, "raid5-integrity-stripes5")
+	if err := monitortest.DropLVs(root, func(n string) bool {
+		return strings.HasPrefix(n, "tables_rimage_2") || n == "tables_rmeta_2"
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r := checkTree(t, root, "vg-hdd/tables")
+	if r.Status == OK || r.Status == Warning {
+		t.Fatalf("%s: %s", r.Status, r.Summary)
+	}
+	if r.Status != Unknown || !strings.Contains(r.Summary, `names "tables_rimage_2"`) {
+		t.Errorf("want UNKNOWN naming tables_rimage_2: %s: %s", r.Status, r.Summary)
+	}
+}

@@ -180,9 +180,13 @@ func StableID(root, disk string) string {
 
 // mdInfo is what /sys/block/mdN/md says about a Linux md array.
 type mdInfo struct {
-	Level        string
-	RaidDisks    int
-	Degraded     int
+	Dir       string // the md/ directory read (under --root), to name its files
+	Level     string
+	RaidDisks int // -1 when md/raid_disks is missing
+	Degraded  int
+	// HasDegraded: md/degraded was there (the kernel has it for the
+	// redundant levels only; raid0 and linear have none).
+	HasDegraded  bool
 	ArrayState   string
 	SyncAction   string
 	SyncProgress float64 // 0..1, -1 when idle
@@ -245,6 +249,7 @@ func readMD(root, name string) (mdInfo, bool, error) {
 // total" with done <= total), errors name the file.
 func parseMD(dir string, attrs, members map[string]string) (mdInfo, error) {
 	m := mdInfo{
+		Dir:          dir,
 		Level:        attrs["level"],
 		RaidDisks:    -1,
 		ArrayState:   attrs["array_state"],
@@ -278,10 +283,10 @@ func parseMD(dir string, attrs, members map[string]string) (mdInfo, error) {
 	if m.RaidDisks >= 0 {
 		maxDegraded = int64(m.RaidDisks)
 	}
-	if v, _, err := num("degraded", 0, maxDegraded); err != nil {
+	if v, ok, err := num("degraded", 0, maxDegraded); err != nil {
 		return m, fmt.Errorf("%w; degraded counts missing devices, at most raid_disks", err)
 	} else {
-		m.Degraded = int(v)
+		m.Degraded, m.HasDegraded = int(v), ok
 	}
 	if v, _, err := num("mismatch_cnt", 0, maxMismatch); err != nil {
 		return m, err

@@ -310,7 +310,9 @@ func lvmArrays(root string, sb *SysBlock, all []lvm.LV, pvs []lvm.PV) []Array {
 			a.Members = append(a.Members, Member{Disk: k, ID: StableID(root, sb.Disk(k)), IntegrityMismatches: -1})
 			unused = append(unused, k)
 		}
-		if len(unused) > 0 {
+		// an array whose report leaves out images it names (lvm-unreadable,
+		// below) may well use these PVs: that is not judged from it
+		if len(unused) > 0 && !lvm.HasCode(h.Findings, lvm.CodeLVMUnreadable) {
 			a.Problems = append(a.Problems, Problem{Severity: Warning, Code: lvm.CodePVUnused, Text: fmt.Sprintf(
 				"%s: %d PV(s) of VG %s hold no image of it (%s): the array does not use every disk (created without --stripes?)",
 				a.Name, len(unused), lv.VG, strings.Join(unused, ", "))})
@@ -345,7 +347,9 @@ func lvmArrays(root string, sb *SysBlock, all []lvm.LV, pvs []lvm.PV) []Array {
 }
 
 // lvHealth words the array's own health findings (lvm.AssessArray's, from
-// lv_health_status, lv_attr and raid_mismatch_count) for monitor, with
+// lv_health_status, lv_attr, raid_mismatch_count, and the report's
+// consistency: an image the array names that the report leaves out) for
+// monitor, with
 // their severities: a partial LV is said once, and lv_attr only adds what
 // lv_health_status did not say.
 func lvHealth(name string, lv lvm.LV, fs []lvm.Finding) []Problem {
@@ -385,7 +389,7 @@ func lvHealth(name string, lv lvm.LV, fs []lvm.Finding) []Problem {
 			}
 		case f.Code == lvm.CodeRAIDMismatches:
 			add(f, fmt.Sprintf("%s: raid_mismatch_count %d after the last check", name, f.Count))
-		case f.Code == lvm.CodeValueUnrecognized:
+		case f.Code == lvm.CodeValueUnrecognized, f.Code == lvm.CodeLVMUnreadable: // a counter, or a report that contradicts itself
 			p = append(p, unjudgeable(f))
 		}
 	}
@@ -542,11 +546,12 @@ func mdArrays(root string, sb *SysBlock) []Array {
 				a.Degraded = true
 			}
 		}
-		if md.Degraded > 0 {
+		a.Problems = append(a.Problems, mdUnjudgeable(n, md)...)
+		if missing, why := mdMissing(md); missing > 0 {
 			a.Degraded = true
-			a.Problems = append(a.Problems, Problem{Severity: Critical, Code: lvm.CodeRAIDDegraded, Text: fmt.Sprintf("%s: degraded: %d of %d devices missing", n, md.Degraded, md.RaidDisks)})
-			for i := 0; i < md.Degraded; i++ {
-				a.Members = append(a.Members, Member{Images: []string{fmt.Sprintf("slot%d", md.RaidDisks-md.Degraded+i)}, Missing: true, IntegrityMismatches: -1})
+			a.Problems = append(a.Problems, Problem{Severity: Critical, Code: lvm.CodeRAIDDegraded, Text: fmt.Sprintf("%s: degraded: %d of %d devices missing%s", n, missing, md.RaidDisks, why)})
+			for i := 0; i < missing; i++ {
+				a.Members = append(a.Members, Member{Images: []string{fmt.Sprintf("slot%d", md.RaidDisks-missing+i)}, Missing: true, IntegrityMismatches: -1})
 			}
 		}
 		if md.ArrayState != "" && md.ArrayState != "clean" && md.ArrayState != "active" && md.ArrayState != "active-idle" && md.ArrayState != "write-pending" {
@@ -570,6 +575,63 @@ func mdArrays(root string, sb *SysBlock) []Array {
 		out = append(out, a)
 	}
 	return out
+}
+
+// mdRedundant reports whether an md level keeps redundancy: the kernel
+// gives these (and only these) md/degraded, sync_action and mismatch_cnt;
+// raid0, linear and containers have none.
+func mdRedundant(level string) bool {
+	switch level {
+	case "raid1", "raid4", "raid5", "raid6", "raid10":
+		return true
+	}
+	return false
+}
+
+// mdUnjudgeable: a redundant array whose md/degraded or md/raid_disks is
+// missing (or empty) cannot be judged: a real kernel has both, so the tree
+// is cut short, and reading the absence as "0 missing" would say OK.
+func mdUnjudgeable(name string, md mdInfo) []Problem {
+	if !mdRedundant(md.Level) {
+		return nil
+	}
+	var p []Problem
+	for _, attr := range []struct {
+		file string
+		have bool
+	}{{"raid_disks", md.RaidDisks >= 0}, {"degraded", md.HasDegraded}} {
+		if !attr.have {
+			p = append(p, Problem{Severity: Unknown, Code: lvm.CodeValueUnrecognized, Text: fmt.Sprintf(
+				"%s: %s is missing or empty: the kernel has it for every %s array, so tbhost cannot tell whether %s is degraded (see /proc/mdstat; a snapshot: take it again)",
+				name, filepath.Join(md.Dir, attr.file), md.Level, name)})
+		}
+	}
+	return p
+}
+
+// mdMissing is how many devices a redundant md array runs without: what
+// md/degraded says, or raid_disks less the members in sync (md/dev-*/state
+// in_sync, not faulty) when that is more; why says so when md/degraded
+// says less. A spare being rebuilt is not in sync.
+func mdMissing(md mdInfo) (missing int, why string) {
+	missing = md.Degraded
+	if !mdRedundant(md.Level) || md.RaidDisks < 0 {
+		return missing, ""
+	}
+	inSync := 0
+	for _, state := range md.Members {
+		if mdFlag(state, "in_sync") && !mdFlag(state, "faulty") {
+			inSync++
+		}
+	}
+	if short := md.RaidDisks - inSync; short > missing {
+		says := fmt.Sprintf("md/degraded says %d", md.Degraded)
+		if !md.HasDegraded {
+			says = "no md/degraded"
+		}
+		return short, fmt.Sprintf(" (%d members in sync of raid_disks %d; %s)", inSync, md.RaidDisks, says)
+	}
+	return missing, ""
 }
 
 // mdFlag reports whether an md member's state (a comma-separated list of
