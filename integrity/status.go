@@ -192,11 +192,10 @@ func ArrayStatusFrom(top lvm.LV, h lvm.ArrayHealth) ArrayStatus {
 			case lvm.CodeImageSpansDisks:
 				continue // lvm status names the image
 			case lvm.CodeImageMissing:
-				if lvm.HasCode(h.Findings, lvm.CodeRAIDDegraded) {
-					continue // the array's partial state says it; lvm status names the image
-				}
-				// an image on [unknown] while the array is not partial: a
-				// report lvm2 does not give, and never OK
+				// kept, partial array or not: it names the image that lost
+				// its disk and carries the advice (tbhost lvm replace) that
+				// lvm status and monitor check give too (docs/lvm.md); the
+				// array's partial findings alone do not say what to do
 			case lvm.CodeIntegrityMismatches:
 				sum += f.Count
 				f.Advice = fmt.Sprintf("dm-integrity caught corrupt blocks read from this disk: check its SMART log and cabling; run tbhost integrity scrub %s to read every block", top.FullName())

@@ -163,3 +163,23 @@ func TestStatusImageOnUnknownPVWithoutPartialIsAProblem(t *testing.T) {
 		t.Fatalf("ok=%v problems %q", st.OK, st.Problems)
 	}
 }
+
+// The real degraded capture (a member disk gone while running): integrity
+// status names the image that lost its disk and gives the advice lvm
+// status and monitor check give (docs/lvm.md: image-missing advises tbhost
+// lvm replace in all three). It dropped that finding when the array was
+// partial, leaving only the partial flags and no word on what to do.
+func TestStatusDegradedArrayAdvisesReplace(t *testing.T) {
+	st := tablesStatus(t, lvsFile(t, "../lvm/testdata/lab-apply-2.03.16/lvs-degraded.json"))
+	if st.OK || !lvm.HasCode(st.Findings, lvm.CodeRAIDDegraded) || !lvm.HasCode(st.Findings, lvm.CodeImageMissing) {
+		t.Fatalf("ok=%v findings %+v", st.OK, st.Findings)
+	}
+	for _, f := range st.Findings {
+		if f.Code == lvm.CodeImageMissing && (f.Image != "tables_rimage_2" || !strings.Contains(f.Advice, "tbhost lvm replace --dry-run vg-hdd/tables --old missing")) {
+			t.Errorf("image-missing finding %+v: want tables_rimage_2 and the lvm replace advice", f)
+		}
+	}
+	if p := strings.Join(st.Problems, "\n"); !strings.Contains(p, "tbhost lvm replace --dry-run vg-hdd/tables --old missing --new /dev/NEWDISK") {
+		t.Errorf("problems do not say how to replace the disk:\n%s", p)
+	}
+}
