@@ -519,31 +519,14 @@ type unlisted struct {
 // the report does not list (a PV path and "[unknown]" are not sub-LVs).
 func unlistedSubLVs(all []LV, lv LV) []unlisted {
 	var out []unlisted
-	visited, said := map[string]bool{}, map[string]bool{}
-	var walk func(LV, int)
-	walk = func(l LV, depth int) {
-		if depth > 16 || visited[l.Name] {
+	said := map[string]bool{}
+	walkDevices(all, lv, func(in LV, e Extent, listed bool) {
+		if listed || e.IsDevice() || e.Name == "[unknown]" || said[e.Name] {
 			return
 		}
-		visited[l.Name] = true
-		for _, s := range l.Segments {
-			for _, e := range s.Devices {
-				if e.IsDevice() || e.Name == "[unknown]" {
-					continue
-				}
-				sub, ok := Find(all, l.VG, e.Name)
-				if !ok {
-					if !said[e.Name] {
-						said[e.Name] = true
-						out = append(out, unlisted{Name: e.Name, Entry: fmt.Sprintf("%s(%d)", e.Name, e.Start), In: l.Name})
-					}
-					continue
-				}
-				walk(sub, depth+1)
-			}
-		}
-	}
-	walk(lv, 0)
+		said[e.Name] = true
+		out = append(out, unlisted{Name: e.Name, Entry: fmt.Sprintf("%s(%d)", e.Name, e.Start), In: in.Name})
+	})
 	return out
 }
 

@@ -443,7 +443,22 @@ func Find(all []LV, vg, name string) (LV, bool) {
 func PhysicalDevices(all []LV, lv LV) []string {
 	var out []string
 	seen := map[string]bool{}
-	visited := map[string]bool{} // each sub-LV once: a crafted report may reference one many times
+	walkDevices(all, lv, func(_ LV, e Extent, _ bool) {
+		if e.IsDevice() && !seen[e.Name] {
+			seen[e.Name] = true
+			out = append(out, e.Name)
+		}
+	})
+	return out
+}
+
+// walkDevices calls visit for every devices entry of lv's segments and,
+// depth first, of the sub-LVs they name, each sub-LV once (a crafted report
+// may reference one many times, or in a loop) and at most 16 deep: in is
+// the LV whose devices column holds e, listed whether e names a sub-LV the
+// report has (false for a PV path, "[unknown]" and a sub-LV it lacks).
+func walkDevices(all []LV, lv LV, visit func(in LV, e Extent, listed bool)) {
+	visited := map[string]bool{}
 	var walk func(LV, int)
 	walk = func(l LV, depth int) {
 		if depth > 16 || visited[l.Name] {
@@ -452,21 +467,19 @@ func PhysicalDevices(all []LV, lv LV) []string {
 		visited[l.Name] = true
 		for _, s := range l.Segments {
 			for _, e := range s.Devices {
-				if e.IsDevice() {
-					if !seen[e.Name] {
-						seen[e.Name] = true
-						out = append(out, e.Name)
-					}
-					continue
+				var sub LV
+				listed := false
+				if !e.IsDevice() {
+					sub, listed = Find(all, l.VG, e.Name)
 				}
-				if sub, ok := Find(all, l.VG, e.Name); ok {
+				visit(l, e, listed)
+				if listed {
 					walk(sub, depth+1)
 				}
 			}
 		}
 	}
 	walk(lv, 0)
-	return out
 }
 
 // readJudgedCounters reads the counters health is judged on strictly. The
