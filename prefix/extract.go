@@ -273,25 +273,11 @@ func openStore(store string) (man Manifest, unlock func(), err error) {
 	return man, unlock, nil
 }
 
-// checkStoreDir says why store cannot be the store directory: it is
-// missing (with missingFix, what the command's user does about that),
-// refused or unreadable (the stat error, with the fix that fits it), or
-// something else than a directory (named, so a file given by mistake is
-// recognised at once).
+// checkStoreDir says why store cannot be the store directory
+// (sysread.ExistingDir; missingFix is what the command's user does about a
+// missing one).
 func checkStoreDir(store, missingFix string) error {
-	st, err := os.Stat(store)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("store directory %s: %w (%s)", store, err, missingFix)
-	case errors.Is(err, os.ErrPermission):
-		return fmt.Errorf("store directory %s: %w (run as a user that can reach it, or give another --store)", store, err)
-	case err != nil:
-		return fmt.Errorf("store directory %s: %w", store, err) // ENOTDIR, EIO: the error says it
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("store directory %s: is a %s, not a directory", store, sysread.FileKind(st.Mode()))
-	}
-	return nil
+	return sysread.ExistingDir(store, "store directory", "--store", missingFix)
 }
 
 // selectWork returns the tables to extract: refused tables go to the

@@ -156,3 +156,26 @@ func Dir(path string, limit int) ([]fs.DirEntry, error) {
 	sort.Slice(es, func(i, j int) bool { return es[i].Name() < es[j].Name() })
 	return es, nil
 }
+
+// ExistingDir says why path cannot be the directory a command works in, or
+// returns nil: it is missing (with missingFix, what the user does about
+// that: it is never created here, so an unmounted file system is not
+// replaced by a directory on the root file system), refused or unreadable
+// (the stat error; for a refusal the fix names flag, the option that gives
+// it), or something else than a directory (named: a file given by mistake
+// is recognised at once). what names the directory in the messages
+// ("store directory", "destination").
+func ExistingDir(path, what, flag, missingFix string) error {
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s %s: %w (%s)", what, path, err, missingFix)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%s %s: %w (run as a user that can reach it, or give another %s)", what, path, err, flag)
+	case err != nil:
+		return fmt.Errorf("%s %s: %w", what, path, err) // ENOTDIR, EIO: the error says it
+	case !st.IsDir():
+		return fmt.Errorf("%s %s: is a %s, not a directory", what, path, FileKind(st.Mode()))
+	}
+	return nil
+}

@@ -124,3 +124,38 @@ func TestDirBoundsAndSorts(t *testing.T) {
 		t.Errorf("3 entries, limit 2: %v", err)
 	}
 }
+
+// ExistingDir: the one check of the directories tbhost works in (the prefix
+// store, tables sync's destination): never created, and every refusal names
+// the path and says what it is.
+func TestExistingDir(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing")
+	for _, c := range []struct {
+		path string
+		want []string
+	}{
+		{dir, nil},
+		{missing, []string{"store directory " + missing + ": ", "no such file or directory", "(mount it)"}},
+		{file, []string{"store directory " + file + ": is a regular file, not a directory"}},
+		{filepath.Join(file, "x"), []string{"store directory " + filepath.Join(file, "x") + ": ", "not a directory"}},
+	} {
+		err := ExistingDir(c.path, "store directory", "--store", "mount it")
+		if (err == nil) != (c.want == nil) {
+			t.Errorf("%s: %v", c.path, err)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q does not say %q", c.path, err, w)
+			}
+		}
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Errorf("%s was created", missing)
+	}
+}

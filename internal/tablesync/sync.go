@@ -318,18 +318,7 @@ func (s *syncer) prepare() (func(), error) {
 // would otherwise have the set (17 TiB) copied onto the root file system
 // (prefix extract refuses a missing store for the same reason).
 func checkDestination(to string) error {
-	st, err := os.Stat(to)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("destination %s: %w (mount the tables file system there, or create the directory if it is meant to be a plain directory: mkdir -p %s; tables sync does not create it, so an unmounted array is not filled in on the root file system)", to, err, to)
-	case errors.Is(err, os.ErrPermission):
-		return fmt.Errorf("destination %s: %w (run as a user that can reach it, or give another --to)", to, err)
-	case err != nil:
-		return fmt.Errorf("destination %s: %w", to, err)
-	case !st.IsDir():
-		return fmt.Errorf("destination %s is a %s, not a directory: give the directory the tables go to (the tables file system's mount point)", to, sysread.FileKind(st.Mode()))
-	}
-	return nil
+	return sysread.ExistingDir(to, "destination", "--to", fmt.Sprintf("mount the tables file system there, or create the directory if it is meant to be a plain directory: mkdir -p %s; tables sync does not create it, so an unmounted array is not filled in on the root file system", to))
 }
 
 func (s *syncer) run(ctx context.Context) error {
