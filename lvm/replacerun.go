@@ -20,6 +20,7 @@ import (
 	"github.com/tbhost/tbhost/internal/blockdev"
 	"github.com/tbhost/tbhost/internal/clock"
 	"github.com/tbhost/tbhost/internal/execx"
+	"github.com/tbhost/tbhost/internal/sysread"
 	"github.com/tbhost/tbhost/internal/timeline"
 	"golang.org/x/sys/unix"
 )
@@ -763,7 +764,7 @@ func lockReplace(dir, vg, lv string) (func(), error) {
 }
 
 func loadReplaceState(path string) (*ReplaceState, error) {
-	b, err := os.ReadFile(path)
+	b, err := sysread.StateFile(path, sysread.StateLimit)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tbhost/tbhost/internal/jsonlines"
+	"github.com/tbhost/tbhost/internal/sysread"
 	"golang.org/x/sys/unix"
 )
 
@@ -108,7 +109,7 @@ func (s Store) Lock() (*Lock, error) {
 
 // Load reads the state file; (nil, nil) when there is none yet.
 func (s Store) Load() (*State, error) {
-	b, err := os.ReadFile(s.StatePath())
+	b, err := sysread.StateFile(s.StatePath(), sysread.StateLimit)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tbhost/tbhost/internal/jsonlines"
+	"github.com/tbhost/tbhost/internal/sysread"
 )
 
 // ManifestName is the manifest file in the store: one JSON object per line,
@@ -44,7 +45,7 @@ type Manifest map[string]ManifestEntry
 
 // manifestLines counts the lines of the store's manifest (0 if absent).
 func manifestLines(store string) int {
-	b, err := os.ReadFile(filepath.Join(store, ManifestName))
+	b, err := sysread.StateFile(filepath.Join(store, ManifestName), sysread.StateLimit)
 	if err != nil {
 		return 0
 	}
@@ -55,7 +56,7 @@ func manifestLines(store string) int {
 // Lines that do not decode (a crash while appending) are skipped.
 func LoadManifest(store string) (Manifest, error) {
 	path := filepath.Join(store, ManifestName)
-	b, err := os.ReadFile(path)
+	b, err := sysread.StateFile(path, sysread.StateLimit)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Manifest{}, nil
 	}

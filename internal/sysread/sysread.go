@@ -47,6 +47,22 @@ var ErrOutOfRange = errors.New("value out of range")
 // /proc files do). A missing file gives an error satisfying
 // errors.Is(err, fs.ErrNotExist).
 func File(path string, limit int64) ([]byte, error) {
+	return bounded(path, limit, "a /proc or /sys file or its saved copy is expected", "fix the --root tree")
+}
+
+// StateLimit bounds the files tbhost writes and reads back: a state file, a
+// prefix store's manifest (the 3022 tables of the full set take ~1 MB).
+const StateLimit = 64 << 20
+
+// StateFile is File for a file tbhost wrote and reads back (a resume state,
+// a manifest): it is outside input all the same (edited, replaced,
+// truncated by a full disk, a FIFO planted in its place), so the same
+// bounds hold, and a refusal says to move the file away.
+func StateFile(path string, limit int64) ([]byte, error) {
+	return bounded(path, limit, "tbhost writes a regular file there", "move it away")
+}
+
+func bounded(path string, limit int64, expected, fix string) ([]byte, error) {
 	// O_NONBLOCK: opening a FIFO for reading must not wait for a writer;
 	// regular files ignore it.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
@@ -59,18 +75,17 @@ func File(path string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("stat %s: %w", path, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: %w (it is %s; a /proc or /sys file or its saved copy is expected: fix the --root tree)",
-			path, ErrNotRegular, "a "+FileKind(fi.Mode()))
+		return nil, fmt.Errorf("%s: %w (it is %s; %s: %s)", path, ErrNotRegular, "a "+FileKind(fi.Mode()), expected, fix)
 	}
 	if fi.Size() > limit {
-		return nil, fmt.Errorf("%s: %w: %d bytes, at most %d expected (fix the --root tree)", path, ErrTooLarge, fi.Size(), limit)
+		return nil, fmt.Errorf("%s: %w: %d bytes, at most %d expected (%s)", path, ErrTooLarge, fi.Size(), limit, fix)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s: %w: more than %d bytes (fix the --root tree)", path, ErrTooLarge, limit)
+		return nil, fmt.Errorf("%s: %w: more than %d bytes (%s)", path, ErrTooLarge, limit, fix)
 	}
 	return b, nil
 }

@@ -159,3 +159,31 @@ func TestExistingDir(t *testing.T) {
 		t.Errorf("%s was created", missing)
 	}
 }
+
+// StateFile holds files tbhost wrote to the same bounds as File, with the
+// fix that fits them: move the file away (not "fix the --root tree").
+func TestStateFileBoundsAndFix(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "state.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	withTimeout(t, func() {
+		if _, err := StateFile(fifo, StateLimit); !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), fifo) || !strings.Contains(err.Error(), "move it away") || strings.Contains(err.Error(), "--root") {
+			t.Errorf("FIFO: %v", err)
+		}
+	})
+	big := filepath.Join(dir, "manifest")
+	if err := os.WriteFile(big, []byte("0123456789"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := StateFile(big, 9); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "move it away") {
+		t.Errorf("10 bytes with limit 9: %v", err)
+	}
+	if b, err := StateFile(big, 10); err != nil || string(b) != "0123456789" {
+		t.Errorf("10 bytes with limit 10: %q, %v", b, err)
+	}
+	if _, err := StateFile(filepath.Join(dir, "missing"), 10); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing: %v, want fs.ErrNotExist (callers take it as no state yet)", err)
+	}
+}

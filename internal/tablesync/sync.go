@@ -299,7 +299,12 @@ func (s *syncer) prepare() (func(), error) {
 		return nil, fmt.Errorf("another tbhost tables sync is running into %s (lock %s held)", to, lock.Name())
 	}
 	s.st = state{Version: 1, Files: map[string]stateEntry{}}
-	if b, err := os.ReadFile(s.statePath); err == nil {
+	b, err := sysread.StateFile(s.statePath, sysread.StateLimit)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		lock.Close()
+		return nil, fmt.Errorf("state %s: %w", s.statePath, err)
+	}
+	if err == nil {
 		var st state
 		if err := json.Unmarshal(b, &st); err != nil || st.Version != 1 || st.Files == nil {
 			lock.Close()
