@@ -225,8 +225,8 @@ func checkPlanOptions(opts PlanOptions, refuse func(string, ...any)) {
 		refuse("--integrity-blocksize %d: dm-integrity accepts 512, 1024, 2048 or 4096", opts.IntegrityBlockSize)
 	}
 	for _, fs := range []string{opts.TablesFS, opts.PrefixFS} {
-		if fs != "" && fs != "ext4" && fs != "xfs" {
-			refuse("filesystem %q: tbhost makes ext4 or xfs", fs)
+		if why := CheckFilesystem(fs); fs != "" && why != "" {
+			refuse("filesystem %q: %s", fs, why)
 		}
 	}
 	for _, m := range [][2]string{{"--tables-mount", opts.TablesMount}, {"--prefix-mount", opts.PrefixMount}} {

@@ -109,6 +109,15 @@ func CheckDevPath(p string) string {
 	return ""
 }
 
+// CheckFilesystem returns why fs is not a filesystem type tbhost makes, or
+// "".
+func CheckFilesystem(fs string) string {
+	if fs != "ext4" && fs != "xfs" {
+		return "tbhost makes ext4 or xfs"
+	}
+	return ""
+}
+
 // CheckMountPoint returns why m is not a mount point tbhost writes into an
 // fstab line, or "".
 func CheckMountPoint(m string) string {
@@ -447,8 +456,8 @@ func (p *Plan) validateSizes(field string, a *Array, members []*PlanDevice, bad 
 }
 
 func validateFilesystem(field string, fs *Filesystem, bad func(string, string, ...any)) {
-	if fs.Type != "ext4" && fs.Type != "xfs" {
-		bad(field+".type", "%q: tbhost makes ext4 or xfs", fs.Type)
+	if why := CheckFilesystem(fs.Type); why != "" {
+		bad(field+".type", "%q: %s", fs.Type, why)
 		return
 	}
 	if !uuidRE.MatchString(fs.UUID) {

@@ -116,14 +116,12 @@ EXAMPLES:
 			}
 			// flag values are usage errors (exit 2); MakePlan refuses the
 			// same values (exit 1) when a caller other than the CLI passes them
-			for _, f := range []string{"tables-fs", "prefix-fs"} {
-				if v := c.String(f); v != "" && v != "ext4" && v != "xfs" {
-					return cliutil.Usagef("--%s %q: use ext4 or xfs", f, v)
-				}
-			}
-			for _, f := range []string{"tables-mount", "prefix-mount"} {
-				if v := c.String(f); v != "" {
-					if why := lvm.CheckMountPoint(v); why != "" {
+			for _, fc := range []struct {
+				flag  string
+				check func(string) string
+			}{{"tables-fs", lvm.CheckFilesystem}, {"prefix-fs", lvm.CheckFilesystem}, {"tables-mount", lvm.CheckMountPoint}, {"prefix-mount", lvm.CheckMountPoint}} {
+				if f, v := fc.flag, c.String(fc.flag); v != "" {
+					if why := fc.check(v); why != "" {
 						return cliutil.Usagef("--%s %q: %s", f, v, why)
 					}
 				}
