@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -208,21 +209,19 @@ func WithVanished(start, end []Array) []Array {
 // keep quiet, with nothing saying why. A note, not a refusal: the disk may
 // be the one that has just gone missing, and the check must still say so.
 func unmatchedSkips(arrays []Array, skip []string) []string {
-	var notes []string
-	for _, s := range skip {
-		found := false
-		var names []string
-		for _, a := range arrays {
-			for _, m := range a.Members {
-				if skipped(m, []string{s}) {
-					found = true
-				}
-				if m.Disk != "" {
-					names = append(names, m.Disk)
-				}
+	var members []Member
+	var names []string
+	for _, a := range arrays {
+		for _, m := range a.Members {
+			members = append(members, m)
+			if m.Disk != "" {
+				names = append(names, m.Disk)
 			}
 		}
-		if !found {
+	}
+	var notes []string
+	for _, s := range skip {
+		if !slices.ContainsFunc(members, func(m Member) bool { return skipped(m, []string{s}) }) {
 			notes = append(notes, fmt.Sprintf("--skip %s names no member of the arrays checked (members: %s): nothing was left out of judgement", s, strings.Join(names, ", ")))
 		}
 	}
