@@ -82,7 +82,7 @@ func fioRandRead(tb testing.TB, file, engine string, n int, cold bool, extra ...
 }
 
 // harnessRandRead is the same work through the probe harness: Drive with
-// the probe's load settings (one OS thread per client), the probe's file
+// the probe's load settings (a processor per client), the probe's file
 // readers (openFile), one 4 KiB read per request.
 func harnessRandRead(tb testing.TB, file string, how IO, n int, cold bool) pcts {
 	if cold {

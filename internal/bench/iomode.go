@@ -52,11 +52,11 @@ func ParseAdvice(s string) (Advice, error) {
 }
 
 // openFile opens path for reading with the given method and advice. The
-// returned ReaderAt is safe for concurrent use. ownThreads says that every
-// read will come from a client that owns its OS thread and a processor
-// (Load.OSThreads, one probe at a time: ownThreadReads); pread then goes
-// through threadPread (on 64-bit systems).
-func openFile(path string, how IO, advice Advice, ownThreads bool) (io.ReaderAt, io.Closer, error) {
+// returned ReaderAt is safe for concurrent use. ownProcessor says that every
+// read will come from a client that has a processor of its own
+// (Load.OwnProcessors, one probe at a time: ownProcessorReads); pread then goes
+// through rawPread (on 64-bit systems).
+func openFile(path string, how IO, advice Advice, ownProcessor bool) (io.ReaderAt, io.Closer, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open for benchmark: %w", err)
@@ -69,8 +69,8 @@ func openFile(path string, how IO, advice Advice, ownThreads bool) (io.ReaderAt,
 				return nil, nil, fmt.Errorf("%s: posix_fadvise(RANDOM): %w", path, err)
 			}
 		}
-		if ownThreads && strconv.IntSize == 64 { // one register holds pread64's offset
-			r := newThreadPread(f)
+		if ownProcessor && strconv.IntSize == 64 { // one register holds pread64's offset
+			r := newRawPread(f)
 			return r, r, nil
 		}
 		return f, f, nil
@@ -219,9 +219,9 @@ func trimErr(err error) string {
 	return err.Error()
 }
 
-// threadPread reads an open file with pread(2) made as a raw system call
-// (no runtime bookkeeping), for clients that each own an OS thread and a
-// processor. Through os.File every read enters and leaves the runtime's
+// rawPread reads an open file with pread(2) made as a raw system call
+// (no runtime bookkeeping), for clients that each have a processor of
+// their own. Through os.File every read enters and leaves the runtime's
 // system-call state; with twelve clients on two CPUs the kernel often
 // deschedules a client inside its pread, the runtime's monitor then takes
 // the processor from the "blocked" thread and wakes another to look for
@@ -236,18 +236,18 @@ func trimErr(err error) string {
 // before the clock starts and a sequential probe request allocates nothing
 // (prober.picks; TestSequentialRequestAllocatesNothing). --raw's CSV lines
 // still make garbage.
-type threadPread struct {
+type rawPread struct {
 	f  *os.File // kept reachable: its finalizer would close fd
 	fd uintptr
 }
 
-func newThreadPread(f *os.File) *threadPread {
-	return &threadPread{f: f, fd: f.Fd()}
+func newRawPread(f *os.File) *rawPread {
+	return &rawPread{f: f, fd: f.Fd()}
 }
 
 // ReadAt follows io.ReaderAt: n < len(p) only with an error, io.EOF at the
 // end of the file.
-func (r *threadPread) ReadAt(p []byte, off int64) (int, error) {
+func (r *rawPread) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, fmt.Errorf("%s: negative offset %d", r.f.Name(), off)
 	}
@@ -270,4 +270,4 @@ func (r *threadPread) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-func (r *threadPread) Close() error { return r.f.Close() }
+func (r *rawPread) Close() error { return r.f.Close() }

@@ -67,7 +67,7 @@ func TestMmapReaderAt(t *testing.T) {
 	}
 }
 
-// threadPread keeps io.ReaderAt's contract: short reads only with an error,
+// rawPread keeps io.ReaderAt's contract: short reads only with an error,
 // io.EOF at the end, the path in errors, safe for concurrent readers.
 func TestThreadPreadReaderAt(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "t")
@@ -82,7 +82,7 @@ func TestThreadPreadReaderAt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := r.(*threadPread); !ok {
+	if _, ok := r.(*rawPread); !ok {
 		t.Fatalf("pread on own threads opened as %T", r)
 	}
 	b := make([]byte, 4)
@@ -121,14 +121,14 @@ func TestThreadPreadReaderAt(t *testing.T) {
 	}
 }
 
-// Only clients that own a thread and a processor read through threadPread:
-// sequential probes with at most MaxThreadClients clients.
+// Only clients that own a thread and a processor read through rawPread:
+// sequential probes with at most MaxOwnProcessorClients clients.
 func TestOwnThreadReads(t *testing.T) {
 	for _, c := range []struct {
 		clients, parallel int
 		want              bool
-	}{{12, 1, true}, {12, 0, true}, {MaxThreadClients, 1, true}, {12, 4, false}, {MaxThreadClients + 1, 1, false}} {
-		if got := ownThreadReads(Load{Clients: c.clients}, ProbeConfig{IO: IOPread, Parallel: c.parallel}); got != c.want {
+	}{{12, 1, true}, {12, 0, true}, {MaxOwnProcessorClients, 1, true}, {12, 4, false}, {MaxOwnProcessorClients + 1, 1, false}} {
+		if got := ownProcessorReads(Load{Clients: c.clients}, ProbeConfig{IO: IOPread, Parallel: c.parallel}); got != c.want {
 			t.Errorf("%d clients, --parallel %d: own-thread reads %v, want %v", c.clients, c.parallel, got, c.want)
 		}
 	}

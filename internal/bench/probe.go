@@ -160,7 +160,7 @@ type prober struct {
 	bufs     sync.Pool
 	// picks holds *[]pick for request, so that a sequential request
 	// allocates nothing: no garbage, no collection during a probe run, whose
-	// stop-the-world would wait for every raw read in flight (threadPread),
+	// stop-the-world would wait for every raw read in flight (rawPread),
 	// on a fail-slow disk for seconds, and stall every client meanwhile.
 	picks   sync.Pool
 	maxRead int

@@ -40,15 +40,15 @@ func TestProbeWalkLandsInBlockOnRealTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ownThreads := range []bool{false, true} {
-		t.Run(fmt.Sprintf("ownThreads=%v", ownThreads), func(t *testing.T) { probeWalkLandsInBlock(t, set, ownThreads) })
+	for _, ownProcessor := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ownProcessor=%v", ownProcessor), func(t *testing.T) { probeWalkLandsInBlock(t, set, ownProcessor) })
 	}
 }
 
-func probeWalkLandsInBlock(t *testing.T, set *TableSet, ownThreads bool) {
-	p := sequentialProber(t, set, AdviseNormal, ownThreads)
-	if _, raw := p.readers[0].R.(*threadPread); raw != ownThreads {
-		t.Fatalf("reader %T for ownThreads=%v", p.readers[0].R, ownThreads)
+func probeWalkLandsInBlock(t *testing.T, set *TableSet, ownProcessor bool) {
+	p := sequentialProber(t, set, AdviseNormal, ownProcessor)
+	if _, raw := p.readers[0].R.(*rawPread); raw != ownProcessor {
+		t.Fatalf("reader %T for ownProcessor=%v", p.readers[0].R, ownProcessor)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	buf := make([]byte, p.maxRead)
@@ -305,7 +305,7 @@ func TestSparsePrefixStoreHalvesSlowReads(t *testing.T) {
 
 // A sequential request allocates nothing, so a probe run sees no garbage
 // collection, whose stop-the-world would wait for the raw reads in flight
-// (threadPread) and stall every client behind the slowest disk.
+// (rawPread) and stall every client behind the slowest disk.
 func TestSequentialRequestAllocatesNothing(t *testing.T) {
 	dir := t.TempDir()
 	if _, _, err := prefixtest.WriteTable(dir, prefixtest.Spec{Name: "KRvK.rtbz", Subs: []prefixtest.Sub{{BlockSizeLog: 8, IdxBits: 6}}}); err != nil {
@@ -329,12 +329,12 @@ func TestSequentialRequestAllocatesNothing(t *testing.T) {
 	}
 }
 
-// sequentialProber opens set for pread with advice (through threadPread
-// when ownThreads) and returns a prober of the default mix, one probe after
+// sequentialProber opens set for pread with advice (through rawPread
+// when ownProcessor) and returns a prober of the default mix, one probe after
 // the other; the files are closed when tb ends.
-func sequentialProber(tb testing.TB, set *TableSet, advice Advice, ownThreads bool) *prober {
+func sequentialProber(tb testing.TB, set *TableSet, advice Advice, ownProcessor bool) *prober {
 	tb.Helper()
-	readers, closers, _, err := set.open(ProbeConfig{IO: IOPread, Advise: advice, Parallel: 1}, ownThreads)
+	readers, closers, _, err := set.open(ProbeConfig{IO: IOPread, Advise: advice, Parallel: 1}, ownProcessor)
 	tb.Cleanup(func() {
 		for _, c := range closers {
 			c.Close()

@@ -118,7 +118,7 @@ func RunProbes(ctx context.Context, o ProbeOptions) (*Report, error) {
 // runProbeConfig runs configuration c; the notice, when not "", says that
 // the clients' wait for a CPU was a sizeable part of the latency.
 func runProbeConfig(ctx context.Context, o ProbeOptions, c ProbeConfig) (Run, string, error) {
-	readers, closers, files, err := o.Set.open(c, ownThreadReads(o.Load, c))
+	readers, closers, files, err := o.Set.open(c, ownProcessorReads(o.Load, c))
 	defer func() {
 		for _, cl := range closers {
 			cl.Close()
@@ -164,14 +164,14 @@ func runProbeConfig(ctx context.Context, o ProbeOptions, c ProbeConfig) (Run, st
 	return run, cpuWaitNotice(run.Name, run.Latency.Mean, res), nil
 }
 
-// ownThreadReads reports whether every read of configuration c under load
-// comes from a client with an OS thread and a processor of its own (see
-// threadPread): the driver runs the clients as OS threads (at most
-// MaxThreadClients of them), and a request's probes run one after the
-// other in its client (--parallel 1); parallel probes are goroutines that
-// share the processors.
-func ownThreadReads(l Load, c ProbeConfig) bool {
-	return probeLoad(l).threaded() && c.Parallel <= 1
+// ownProcessorReads reports whether every read of configuration c under
+// load comes from a client with a processor of its own (see rawPread): the
+// driver gives each client one (at most MaxOwnProcessorClients of them),
+// and a request's probes run one after the other in its client
+// (--parallel 1); parallel probes are goroutines that share the
+// processors.
+func ownProcessorReads(l Load, c ProbeConfig) bool {
+	return probeLoad(l).ownsProcessors() && c.Parallel <= 1
 }
 
 // open opens every table for configuration c: through the prefix store
@@ -179,17 +179,17 @@ func ownThreadReads(l Load, c ProbeConfig) bool {
 // whose cache matters. A configuration whose open files would not fit
 // under the process's limit is refused before the first open
 // (checkOpenFiles).
-func (s *TableSet) open(c ProbeConfig, ownThreads bool) ([]tableReader, []io.Closer, []string, error) {
+func (s *TableSet) open(c ProbeConfig, ownProcessor bool) ([]tableReader, []io.Closer, []string, error) {
 	if err := checkOpenFiles(c, len(s.tables), openFileUse()); err != nil {
 		return nil, nil, nil, err
 	}
-	return s.openAll(c, ownThreads)
+	return s.openAll(c, ownProcessor)
 }
 
 // openAll is open without the check first; where the opens meet the
 // limit anyway (descriptors opened meanwhile, the system's own limit), the
 // error says how to raise it.
-func (s *TableSet) openAll(c ProbeConfig, ownThreads bool) ([]tableReader, []io.Closer, []string, error) {
+func (s *TableSet) openAll(c ProbeConfig, ownProcessor bool) ([]tableReader, []io.Closer, []string, error) {
 	limitHit := func(err error) error {
 		if tooManyOpenFiles(err) {
 			return fmt.Errorf("%w: %s", err, openFilesFix(descriptorsNeeded(c, len(s.tables), 0), c.IO))
@@ -209,7 +209,7 @@ func (s *TableSet) openAll(c ProbeConfig, ownThreads bool) ([]tableReader, []io.
 	var files []string
 	for _, t := range s.tables {
 		if store != nil {
-			tr, cls, fs, err := openThroughStore(t, store, c.IO, c.Advise, ownThreads)
+			tr, cls, fs, err := openThroughStore(t, store, c.IO, c.Advise, ownProcessor)
 			closers = append(closers, cls...)
 			if err != nil {
 				return nil, closers, nil, limitHit(err)
@@ -218,7 +218,7 @@ func (s *TableSet) openAll(c ProbeConfig, ownThreads bool) ([]tableReader, []io.
 			files = append(files, fs...)
 			continue
 		}
-		r, cl, err := openFile(t.Path, c.IO, c.Advise, ownThreads)
+		r, cl, err := openFile(t.Path, c.IO, c.Advise, ownProcessor)
 		if err != nil {
 			return nil, closers, nil, limitHit(err)
 		}

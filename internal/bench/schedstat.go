@@ -1,12 +1,13 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
+	iofs "io/fs"
 	"os"
 	"time"
 
 	"github.com/prometheus/procfs"
-	"golang.org/x/sys/unix"
 )
 
 // ThreadCPU is what the kernel's scheduler says about one thread
@@ -20,35 +21,43 @@ func (a ThreadCPU) sub(b ThreadCPU) ThreadCPU {
 	return ThreadCPU{Run: a.Run - b.Run, Wait: a.Wait - b.Wait}
 }
 
-// procRoot is where Drive reads its client threads' scheduler statistics.
+// procRoot is where Drive reads its threads' scheduler statistics.
 const procRoot = "/proc"
 
-// readThreadCPU reads the calling thread's scheduler statistics,
-// /proc/PID/task/TID/schedstat under root (procfs parses it): only
-// meaningful from a goroutine locked to its OS thread.
-func readThreadCPU(root string) (ThreadCPU, error) {
-	pid, tid := os.Getpid(), unix.Gettid()
-	path := fmt.Sprintf("%s/%d/task/%d/schedstat", root, pid, tid)
+// readProcessCPU sums the scheduler statistics of every thread of this
+// process, /proc/PID/task/*/schedstat under root (procfs parses them). A
+// thread that ends between the listing and its read is left out.
+func readProcessCPU(root string) (ThreadCPU, error) {
+	pid := os.Getpid()
+	dir := fmt.Sprintf("%s/%d/task", root, pid)
 	fs, err := procfs.NewFS(root)
 	if err != nil {
-		return ThreadCPU{}, fmt.Errorf("%s: %w", path, err)
+		return ThreadCPU{}, fmt.Errorf("%s: %w", dir, err)
 	}
-	thread, err := fs.Thread(pid, tid)
+	threads, err := fs.AllThreads(pid)
 	if err != nil {
-		return ThreadCPU{}, fmt.Errorf("%s: %w", path, err)
+		return ThreadCPU{}, fmt.Errorf("%s: %w", dir, err)
 	}
-	st, err := thread.Schedstat()
-	if err != nil {
-		return ThreadCPU{}, fmt.Errorf("%s: %w", path, err)
+	var sum ThreadCPU
+	for _, t := range threads {
+		st, err := t.Schedstat()
+		if errors.Is(err, iofs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return ThreadCPU{}, fmt.Errorf("%s/%d/schedstat: %w", dir, t.PID, err)
+		}
+		sum.Run += time.Duration(st.RunningNanoseconds)
+		sum.Wait += time.Duration(st.WaitingNanoseconds)
 	}
-	return ThreadCPU{Run: time.Duration(st.RunningNanoseconds), Wait: time.Duration(st.WaitingNanoseconds)}, nil
+	return sum, nil
 }
 
 // cpuWaitNotice says, when the clients of a run (res; meanMs is its mean
 // latency, Run.Latency.Mean) waited for a CPU for more than a tenth of
 // that per request, that the machine's processors and not the disks set
 // a sizeable part of the latency. The
-// wait is counted from a client's first request to its last, between
+// wait is counted from the clients' start to the last one's end, between
 // requests too, so it is no exact share of the latency (a warm run of 12
 // clients on 2 CPUs waits about as long as its mean latency). It returns
 // "" otherwise, or when the wait was not measured.

@@ -9,45 +9,49 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
-// readThreadCPU reads the calling thread's schedstat through procfs, from
-// a fixture tree here: a good line, and malformed ones refused with the
-// file's name.
-func TestReadThreadCPU(t *testing.T) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+// readProcessCPU sums the schedstat of every thread of the process
+// through procfs, from a fixture tree here: good lines summed, and a
+// malformed one refused with the file's name.
+func TestReadProcessCPU(t *testing.T) {
 	root := t.TempDir()
-	dir := filepath.Join(root, strconv.Itoa(os.Getpid()), "task", strconv.Itoa(unix.Gettid()))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(dir, "schedstat")
-	write := func(s string) {
+	task := filepath.Join(root, strconv.Itoa(os.Getpid()), "task")
+	write := func(tid int, s string) string {
+		dir := filepath.Join(task, strconv.Itoa(tid))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(dir, "schedstat")
 		if err := os.WriteFile(file, []byte(s), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		return file
 	}
-	write("1234567 89000 42\n")
-	got, err := readThreadCPU(root)
-	if err != nil || got != (ThreadCPU{Run: 1234567, Wait: 89000}) {
+	write(101, "1234567 89000 42\n")
+	file := write(102, "1000 11 3\n")
+	got, err := readProcessCPU(root)
+	if err != nil || got != (ThreadCPU{Run: 1235567, Wait: 89011}) {
 		t.Fatalf("got %+v, %v", got, err)
 	}
 	for _, bad := range []string{"", "1 2", "x 2 3", "1 -2 3", "1 2.5 3"} {
-		write(bad)
-		if _, err := readThreadCPU(root); err == nil || !strings.Contains(err.Error(), file) {
-			t.Errorf("%q: accepted or error without the file's name: %v", bad, err)
+		write(102, bad)
+		if _, err := readProcessCPU(root); err == nil || !strings.Contains(err.Error(), filepath.Dir(file)) {
+			t.Errorf("%q: accepted or error without the thread's name: %v", bad, err)
 		}
+	}
+	// a thread that ended between the listing and its read
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readProcessCPU(root); err != nil || got != (ThreadCPU{Run: 1234567, Wait: 89000}) {
+		t.Errorf("without thread 102's schedstat: got %+v, %v", got, err)
 	}
 }
 
 func needSchedstat(t *testing.T) {
 	t.Helper()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if _, err := readThreadCPU(procRoot); err != nil {
+	if _, err := readProcessCPU(procRoot); err != nil {
 		t.Skipf("%v (a kernel without CONFIG_SCHED_INFO?); the clients' CPU wait cannot be measured here", err)
 	}
 }
@@ -58,18 +62,18 @@ func needSchedstat(t *testing.T) {
 func TestDriveMeasuresTheClientsWaitForACPU(t *testing.T) {
 	needSchedstat(t)
 	clients := 4 * runtime.NumCPU()
-	if clients > MaxThreadClients {
-		if runtime.NumCPU()*2 > MaxThreadClients {
-			t.Skipf("%d CPUs: the most OS-thread clients (%d) cannot queue for them", runtime.NumCPU(), MaxThreadClients)
+	if clients > MaxOwnProcessorClients {
+		if runtime.NumCPU()*2 > MaxOwnProcessorClients {
+			t.Skipf("%d CPUs: the most OS-thread clients (%d) cannot queue for them", runtime.NumCPU(), MaxOwnProcessorClients)
 		}
-		clients = MaxThreadClients
+		clients = MaxOwnProcessorClients
 	}
 	spin := func(context.Context, int, int64) Outcome {
 		for end := time.Now().Add(2 * time.Millisecond); time.Now().Before(end); {
 		}
 		return Outcome{Reads: 1}
 	}
-	res, err := Drive(context.Background(), Load{Clients: clients, Requests: int64(10 * clients), OSThreads: true}, spin, nil)
+	res, err := Drive(context.Background(), Load{Clients: clients, Requests: int64(10 * clients), OwnProcessors: true}, spin, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

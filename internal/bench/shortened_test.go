@@ -14,7 +14,7 @@ import (
 // and then truncates the file to 100 bytes, as a table rewritten in place
 // or cut by a failing copy would be under a running benchmark. It returns
 // a prober of the opened table and the table's path.
-func shortenedTable(t *testing.T, c ProbeConfig, ownThreads bool) (*prober, string) {
+func shortenedTable(t *testing.T, c ProbeConfig, ownProcessor bool) (*prober, string) {
 	t.Helper()
 	dir := t.TempDir()
 	// ~250 KB: the probes read pages past the first one, which a mapping
@@ -28,7 +28,7 @@ func shortenedTable(t *testing.T, c ProbeConfig, ownThreads bool) (*prober, stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	readers, closers, _, err := set.open(c, ownThreads)
+	readers, closers, _, err := set.open(c, ownProcessor)
 	t.Cleanup(func() {
 		for _, cl := range closers {
 			cl.Close()
@@ -53,9 +53,9 @@ func shortenedTable(t *testing.T, c ProbeConfig, ownThreads bool) (*prober, stri
 // SIGBUS crashed the whole run (a Go fatal error, exit 2).
 func TestShortenedTableFailsTheRequestNotTheRun(t *testing.T) {
 	for _, tc := range []struct {
-		c          ProbeConfig
-		ownThreads bool
-		want       string
+		c            ProbeConfig
+		ownProcessor bool
+		want         string
 	}{
 		{ProbeConfig{IO: IOPread, Advise: AdviseNormal, Parallel: 1}, false, "the file ends before the"},
 		{ProbeConfig{IO: IOPread, Advise: AdviseRandom, Parallel: 1}, true, "the file ends before the"},
@@ -63,7 +63,7 @@ func TestShortenedTableFailsTheRequestNotTheRun(t *testing.T) {
 		{ProbeConfig{IO: IOMmap, Advise: AdviseRandom, Parallel: 2}, false, "faulted at"},
 	} {
 		t.Run(tc.c.Name(), func(t *testing.T) {
-			p, path := shortenedTable(t, tc.c, tc.ownThreads)
+			p, path := shortenedTable(t, tc.c, tc.ownProcessor)
 			rng := rand.New(rand.NewPCG(1, 2))
 			out := p.request(context.Background(), rng)
 			if out.Err == nil {

@@ -14,24 +14,24 @@ import (
 // without advice on shared processors uses prefix.Reader as is. Otherwise both files are opened
 // here, so the advice lands on the descriptors (or mappings) that do the
 // reads (POSIX_FADV_RANDOM is per open file), and reads are split at the
-// same boundary by prefix.SplitReaderAt. ownThreads is openFile's.
-func openThroughStore(t probeTable, store *prefix.Store, how IO, advice Advice, ownThreads bool) (tableReader, []io.Closer, []string, error) {
+// same boundary by prefix.SplitReaderAt. ownProcessor is openFile's.
+func openThroughStore(t probeTable, store *prefix.Store, how IO, advice Advice, ownProcessor bool) (tableReader, []io.Closer, []string, error) {
 	r, err := store.Open(t.Path)
 	if err != nil {
 		return tableReader{}, nil, nil, storeOpenError(err)
 	}
 	pp := prefix.PrefixPath(store.Dir(), t.Name)
 	files := []string{t.Path, pp}
-	if how == IOPread && advice == AdviseNormal && !ownThreads {
+	if how == IOPread && advice == AdviseNormal && !ownProcessor {
 		return tableReader{R: r, SlowFrom: r.PrefixLen()}, []io.Closer{r}, files, nil
 	}
 	plen := r.PrefixLen()
 	r.Close() // validated; now open both files with the advice
-	pm, pc, err := openFile(pp, how, advice, ownThreads)
+	pm, pc, err := openFile(pp, how, advice, ownProcessor)
 	if err != nil {
 		return tableReader{}, nil, nil, err
 	}
-	tm, tc, err := openFile(t.Path, how, advice, ownThreads)
+	tm, tc, err := openFile(t.Path, how, advice, ownProcessor)
 	if err != nil {
 		pc.Close()
 		return tableReader{}, nil, nil, err
