@@ -48,11 +48,13 @@ func Parse(s string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("size %q: %w", s, err)
 	}
-	v := f * mult
-	if v > math.MaxInt64 || v < 0 {
+	v := math.Round(f * mult)
+	// float64(math.MaxInt64) is 2^63, one past the largest int64: a size
+	// that rounds to it or beyond does not fit (int64(2^63) is negative)
+	if !(v < math.MaxInt64) || v < 0 {
 		return 0, fmt.Errorf("size %q: out of range", s)
 	}
-	return int64(math.Round(v)), nil
+	return int64(v), nil
 }
 
 // ParseRate reads a rate such as "100MiB/s" or "50M" in bytes per second.

@@ -13,7 +13,9 @@ func TestParse(t *testing.T) {
 			t.Errorf("Parse(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", "GiB", "12 parsecs", "-5G", "1.2.3G"} {
+	// 8192 PiB is 2^63 bytes: one past the largest int64, it must not wrap
+	// to a negative size (prefix plan --capacity 8192PiB said "--9223372036854775808 B")
+	for _, bad := range []string{"", "GiB", "12 parsecs", "-5G", "1.2.3G", "8192PiB", "8192P", "9223372036854775807", "1e30"} {
 		if _, err := Parse(bad); err == nil {
 			t.Errorf("Parse(%q) must fail", bad)
 		}
