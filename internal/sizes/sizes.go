@@ -77,7 +77,9 @@ func Format(n int64) string {
 	names := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
 	v := float64(n)
 	i := 0
-	for v >= 1024 && i < len(names)-1 {
+	// move up a unit also when v rounds to 1024 at two decimals
+	// (1 TiB less 1 MiB is "1 TiB", not "1024 GiB")
+	for v >= 1024-0.005 && i < len(names)-1 {
 		v /= 1024
 		i++
 	}

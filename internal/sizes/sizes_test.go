@@ -33,6 +33,8 @@ func TestFormat(t *testing.T) {
 	cases := map[int64]string{
 		0: "0 B", 1023: "1023 B", 1024: "1 KiB", 6001175126016: "5.46 TiB",
 		201 * GiB: "201 GiB", -2 * MiB: "-2 MiB",
+		// rounding to two decimals never prints 1024 of a unit
+		MiB - 1: "1 MiB", TiB - MiB: "1 TiB", 1023*GiB + GiB/256: "1023 GiB", 1023*GiB + GiB/100: "1023.01 GiB",
 	}
 	for in, want := range cases {
 		if got := Format(in); got != want {
