@@ -57,13 +57,22 @@ func Parse(s string) (int64, error) {
 	return int64(v), nil
 }
 
-// ParseRate reads a rate such as "100MiB/s" or "50M" in bytes per second.
+// MaxRate is the largest rate ParseRate takes, 1 PiB/s: no disk, array or
+// network comes near it, and products of a rate with a count of disks or
+// stripes (the timeline's) stay far from int64's range.
+const MaxRate = PiB
+
+// ParseRate reads a rate such as "100MiB/s" or "50M" in bytes per second,
+// at most MaxRate.
 func ParseRate(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	t = strings.TrimSuffix(strings.TrimSuffix(t, "/s"), "ps")
 	v, err := Parse(t)
 	if err != nil {
 		return 0, fmt.Errorf("rate: %w", err)
+	}
+	if v > MaxRate {
+		return 0, fmt.Errorf("rate %q: above %s/s, no disk or network reads that fast", s, Format(MaxRate))
 	}
 	return v, nil
 }

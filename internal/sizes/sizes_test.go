@@ -27,6 +27,16 @@ func TestParseRate(t *testing.T) {
 	if err != nil || got != 100*MiB {
 		t.Errorf("got %d, %v", got, err)
 	}
+	if got, err := ParseRate("1PiB/s"); err != nil || got != PiB {
+		t.Errorf("1PiB/s: %d, %v", got, err)
+	}
+	// lvm plan --hdd-rate 9000000000000000000 printed the scrub at
+	// "-1.16 EiB/s" (6 disks x the rate overflowed int64) and took "-0s"
+	for _, bad := range []string{"9000000000000000000", "2PiB/s", "1025TiB/s"} {
+		if got, err := ParseRate(bad); err == nil {
+			t.Errorf("ParseRate(%q) = %d, must fail", bad, got)
+		}
+	}
 }
 
 func TestFormat(t *testing.T) {
