@@ -122,7 +122,7 @@ func (a Applier) Apply(ctx context.Context, p *Plan, opts ApplyOptions) (*ApplyR
 		return rep, err
 	}
 	if cur.inv.Fingerprint != p.InventoryFingerprint {
-		rep.Notes = append(rep.Notes, "the machine's disks changed since planning (fingerprint differs); the planned devices themselves are unchanged")
+		rep.Notes = append(rep.Notes, fingerprintNote(p, cur.inv))
 	}
 	if err := a.guard(p, cur, rep); err != nil {
 		return rep, err
@@ -657,4 +657,52 @@ func (a Applier) waitSync(ctx context.Context, p *Plan, every time.Duration) err
 		}
 	}
 	return nil
+}
+
+// fingerprintNote says why the machine's fingerprint differs from the
+// plan's: when the planned devices only have other kernel names (a reboot
+// reordered them: sdb and sdc swapped) and the fingerprint under the
+// planning time's names is the plan's, nothing changed but the names.
+func fingerprintNote(p *Plan, inv *blockdev.Inventory) string {
+	const changed = "the machine's disks changed since planning (fingerprint differs); the planned devices themselves are unchanged"
+	rename := map[string]string{}
+	var moved []string
+	set := func(from, to string) bool {
+		if n, ok := rename[from]; ok {
+			return n == to
+		}
+		rename[from] = to
+		return true
+	}
+	for _, pd := range p.Devices {
+		d := inv.Find(pd.ID)
+		if d == nil || d.Name == pd.Name {
+			continue
+		}
+		moved = append(moved, fmt.Sprintf("%s is now %s", pd.Name, d.Name))
+		disk, oldDisk := d, pd.Name
+		if d.Kind == "part" {
+			if disk = inv.Find(d.Parent); disk == nil {
+				return changed
+			}
+			suffix := strings.TrimPrefix(d.Name, d.Parent)
+			if !strings.HasSuffix(pd.Name, suffix) {
+				return changed
+			}
+			oldDisk = strings.TrimSuffix(pd.Name, suffix)
+		}
+		// the disk and every partition of it moved together
+		if !set(disk.Name, oldDisk) {
+			return changed
+		}
+		for _, part := range disk.Partitions {
+			if !set(part.Name, oldDisk+strings.TrimPrefix(part.Name, disk.Name)) {
+				return changed
+			}
+		}
+	}
+	if len(moved) == 0 || blockdev.FingerprintRenamed(inv, rename) != p.InventoryFingerprint {
+		return changed
+	}
+	return fmt.Sprintf("the planned devices have other kernel names than at planning time (%s: a reboot reorders them); the plan names them by id, and the machine's disks are unchanged", strings.Join(moved, ", "))
 }

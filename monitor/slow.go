@@ -214,7 +214,7 @@ func skipped(m Member, skip []string) bool {
 	for _, s := range skip {
 		s = strings.TrimPrefix(s, "/dev/disk/by-id/")
 		s = strings.TrimPrefix(s, "/dev/")
-		if s != "" && (s == m.Disk || s == m.ID) {
+		if s != "" && (s == m.Disk || s == m.ID || s == m.partID) {
 			return true
 		}
 	}

@@ -63,6 +63,19 @@ type Member struct {
 	Missing bool     `json:"missing"` // an image whose disk is gone
 	// IntegrityMismatches on this member's images, -1 when unknown.
 	IntegrityMismatches int64 `json:"integrity_mismatches"`
+	// partID is a partition member's own by-id name (nvme-..._S4GEN...-part4,
+	// the name lvm plan gives the PV), "" for a whole disk: --skip takes it.
+	partID string
+}
+
+// diskMember is the Member for leaf, a disk or a partition (nvme0n1p4): its
+// ID names the disk it is on, a partition's own by-id name is kept for --skip.
+func diskMember(root string, sb *SysBlock, leaf string) Member {
+	m := Member{Disk: leaf, ID: StableID(root, sb.Disk(leaf)), IntegrityMismatches: -1}
+	if sb.Disk(leaf) != leaf {
+		m.partID = StableID(root, leaf)
+	}
+	return m
 }
 
 // Label is how reports name the member: the disk, or the missing image.
@@ -283,7 +296,7 @@ func lvmArrays(root string, sb *SysBlock, all []lvm.LV, pvs []lvm.PV) []Array {
 				if !ok {
 					i = len(a.Members)
 					byDisk[leaf] = i
-					a.Members = append(a.Members, Member{Disk: leaf, ID: StableID(root, sb.Disk(leaf)), IntegrityMismatches: -1})
+					a.Members = append(a.Members, diskMember(root, sb, leaf))
 				}
 				m := &a.Members[i]
 				m.Images = append(m.Images, img.Name)
@@ -307,7 +320,7 @@ func lvmArrays(root string, sb *SysBlock, all []lvm.LV, pvs []lvm.PV) []Array {
 				continue // an image of this array, or holds another LV
 			}
 			byDisk[k] = len(a.Members)
-			a.Members = append(a.Members, Member{Disk: k, ID: StableID(root, sb.Disk(k)), IntegrityMismatches: -1})
+			a.Members = append(a.Members, diskMember(root, sb, k))
 			unused = append(unused, k)
 		}
 		// an array whose report leaves out images it names (lvm-unreadable,
@@ -505,7 +518,7 @@ func sysfsLVMArrays(root string, sb *SysBlock) []Array {
 				if !ok {
 					i = len(a.Members)
 					byDisk[leaf] = i
-					a.Members = append(a.Members, Member{Disk: leaf, ID: StableID(root, sb.Disk(leaf)), IntegrityMismatches: -1})
+					a.Members = append(a.Members, diskMember(root, sb, leaf))
 				}
 				a.Members[i].Images = append(a.Members[i].Images, img)
 			}
@@ -539,7 +552,9 @@ func mdArrays(root string, sb *SysBlock) []Array {
 				continue // a hot spare reads nothing until a rebuild; not a member to compare
 			}
 			for _, leaf := range sb.Leaves(s) {
-				a.Members = append(a.Members, Member{Disk: leaf, ID: StableID(root, sb.Disk(leaf)), Images: []string{s}, IntegrityMismatches: -1})
+				m := diskMember(root, sb, leaf)
+				m.Images = []string{s}
+				a.Members = append(a.Members, m)
 			}
 			if mdFlag(state, "faulty") {
 				a.Problems = append(a.Problems, Problem{Severity: Critical, Code: lvm.CodeMemberFaulty, Text: fmt.Sprintf("%s: member %s is faulty", n, s)})

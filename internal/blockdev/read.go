@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/shirou/gopsutil/v4/common"
@@ -661,10 +662,33 @@ func assignRole(d *Device) {
 // Fingerprint is a hash of what identifies the machine's disks: name,
 // serial, WWN, size and block sizes of every disk and partition. Two
 // inventories of an unchanged machine have the same fingerprint.
-func Fingerprint(inv *Inventory) string {
+func Fingerprint(inv *Inventory) string { return FingerprintRenamed(inv, nil) }
+
+// FingerprintRenamed is the fingerprint inv would have if its devices had
+// the kernel names rename gives (current name -> name; the others keep
+// theirs), disks and each disk's partitions in the order of those names as
+// /sys/block lists them. After a reboot that reordered the kernel names
+// (sdb and sdc swapped), the names at planning time give the planning
+// time's fingerprint back when nothing else changed.
+func FingerprintRenamed(inv *Inventory, rename map[string]string) string {
+	name := func(d *Device) string {
+		if n, ok := rename[d.Name]; ok {
+			return n
+		}
+		return d.Name
+	}
+	byName := func(ds []*Device) []*Device {
+		out := append([]*Device(nil), ds...)
+		if len(rename) > 0 {
+			sort.SliceStable(out, func(i, j int) bool { return name(out[i]) < name(out[j]) })
+		}
+		return out
+	}
 	s := sha256.New()
-	for _, d := range inv.All() {
-		fmt.Fprintf(s, "%s|%s|%s|%d|%d|%d|%d\n", d.Name, d.Serial, d.WWN, d.Size, d.Start, d.LogicalBlockSize, d.PhysicalBlockSize)
+	for _, disk := range byName(inv.Disks) {
+		for _, d := range append([]*Device{disk}, byName(disk.Partitions)...) {
+			fmt.Fprintf(s, "%s|%s|%s|%d|%d|%d|%d\n", name(d), d.Serial, d.WWN, d.Size, d.Start, d.LogicalBlockSize, d.PhysicalBlockSize)
+		}
 	}
 	return "sha256:" + hex.EncodeToString(s.Sum(nil))[:32]
 }

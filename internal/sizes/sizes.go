@@ -48,20 +48,31 @@ func Parse(s string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("size %q: %w", s, err)
 	}
-	v := f * mult
-	if v > math.MaxInt64 || v < 0 {
+	v := math.Round(f * mult)
+	// float64(math.MaxInt64) is 2^63, one past the largest int64: a size
+	// that rounds to it or beyond does not fit (int64(2^63) is negative)
+	if !(v < math.MaxInt64) || v < 0 {
 		return 0, fmt.Errorf("size %q: out of range", s)
 	}
-	return int64(math.Round(v)), nil
+	return int64(v), nil
 }
 
-// ParseRate reads a rate such as "100MiB/s" or "50M" in bytes per second.
+// MaxRate is the largest rate ParseRate takes, 1 PiB/s: no disk, array or
+// network comes near it, and products of a rate with a count of disks or
+// stripes (the timeline's) stay far from int64's range.
+const MaxRate = PiB
+
+// ParseRate reads a rate such as "100MiB/s" or "50M" in bytes per second,
+// at most MaxRate.
 func ParseRate(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	t = strings.TrimSuffix(strings.TrimSuffix(t, "/s"), "ps")
 	v, err := Parse(t)
 	if err != nil {
 		return 0, fmt.Errorf("rate: %w", err)
+	}
+	if v > MaxRate {
+		return 0, fmt.Errorf("rate %q: above %s/s, no disk or network reads that fast", s, Format(MaxRate))
 	}
 	return v, nil
 }
@@ -75,7 +86,9 @@ func Format(n int64) string {
 	names := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
 	v := float64(n)
 	i := 0
-	for v >= 1024 && i < len(names)-1 {
+	// move up a unit also when v rounds to 1024 at two decimals
+	// (1 TiB less 1 MiB is "1 TiB", not "1024 GiB")
+	for v >= 1024-0.005 && i < len(names)-1 {
 		v /= 1024
 		i++
 	}

@@ -161,14 +161,18 @@ func Forecast(h Host, r Rates) (Timeline, error) {
 	if h.HDDs > 0 && h.ImageBytes > 0 {
 		what := "rebuild onto a replaced HDD: one image written end to end"
 		bytes, rate := h.ImageBytes, r.HDD
+		secs := float64(bytes) / float64(rate)
 		if h.Integrity {
 			// lvm2 2.03.16 removes integrity before the repair and adds it
 			// again afterwards: every image is re-initialised.
 			what += ", then dm-integrity re-initialised on every image"
-			secs := float64(h.ImageBytes)/float64(r.HDD) + float64(h.ImageBytes)/float64(r.Integrity)
-			rate = int64(float64(bytes) / secs)
+			secs += float64(h.ImageBytes) / float64(r.Integrity)
+			// the time is the sum of the two; the rate shown is its
+			// average, at least 1 B/s (truncated to 0 it made the time +Inf)
+			rate = max(int64(float64(bytes)/secs), 1)
 		}
-		add("rebuild", what, bytes, rate)
+		s := add("rebuild", what, bytes, rate)
+		s.Seconds, s.Human = secs, Human(secs)
 	}
 	return t, nil
 }

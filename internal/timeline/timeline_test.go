@@ -113,3 +113,27 @@ func TestScrubBoundByTheDisks(t *testing.T) {
 		t.Errorf("Defaults %+v do not derive from the 160 MiB/s HDD", d)
 	}
 }
+
+// A rebuild's time is the sum of the write and the integrity
+// re-initialisation, also when their average rate is under 1 B/s: the
+// rate used to be truncated to 0, the time was +Inf, and lvm plan --json
+// --hdd-rate 1B/s failed with exit 3 (json: unsupported value: +Inf).
+func TestRebuildAtATinyRateIsFinite(t *testing.T) {
+	r := Defaults(5)
+	r.HDD = 1
+	tl, err := Forecast(refHost, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range tl.Steps {
+		if s.Name != "rebuild" {
+			continue
+		}
+		want := float64(refHost.ImageBytes) + float64(refHost.ImageBytes)/float64(r.Integrity)
+		if math.IsInf(s.Seconds, 0) || math.Abs(s.Seconds-want) > want*1e-9 || s.Rate < 1 {
+			t.Errorf("rebuild at 1 B/s: %v s at %d B/s, want %v s", s.Seconds, s.Rate, want)
+		}
+		return
+	}
+	t.Fatal("no rebuild step")
+}

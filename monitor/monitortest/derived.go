@@ -19,7 +19,7 @@ import (
 )
 
 // Trees are the derived trees Write knows.
-var Trees = []string{"balanced", "misbuilt", "missing", "slow"}
+var Trees = []string{"balanced", "misbuilt", "missing", "slow", "nvmeparts"}
 
 // Write writes the derived tree name (one of Trees) at root.
 func Write(root, name string) error {
@@ -33,6 +33,8 @@ func Write(root, name string) error {
 		t = missing()
 	case "slow":
 		t = slow()
+	case "nvmeparts":
+		t = nvmeParts()
 	default:
 		return fmt.Errorf("no derived tree %q (have %s)", name, strings.Join(Trees, ", "))
 	}
@@ -162,6 +164,7 @@ type dev struct {
 	dmName     string
 	slaves     []string
 	rotational int
+	parent     string // a partition's disk: it lives at sys/block/<parent>/<name>
 }
 
 type tree struct {
@@ -190,7 +193,24 @@ func (t tree) write(root string) error {
 		}
 		return os.Symlink(target, p)
 	}
+	// sysfs dir of a device, relative to sys/block: a partition's is under its disk
+	rel := func(name string) string {
+		if d, ok := t.devs[name]; ok && d.parent != "" {
+			return d.parent + "/" + name
+		}
+		return name
+	}
 	for name, d := range t.devs {
+		if d.parent != "" {
+			b := filepath.Join("sys", "block", d.parent, name)
+			if err := w(filepath.Join(b, "partition"), strings.TrimPrefix(name, d.parent+"p")+"\n"); err != nil {
+				return err
+			}
+			if err := w(filepath.Join(b, "dev"), d.dev+"\n"); err != nil {
+				return err
+			}
+			continue
+		}
 		b := filepath.Join("sys", "block", name)
 		for _, sub := range []string{"slaves", "holders", "queue"} {
 			if err := os.MkdirAll(filepath.Join(root, b, sub), 0o755); err != nil {
@@ -212,10 +232,14 @@ func (t tree) write(root string) error {
 			}
 		}
 		for _, s := range d.slaves {
-			if err := link("../../"+s, filepath.Join(b, "slaves", s)); err != nil {
+			if err := link("../../"+rel(s), filepath.Join(b, "slaves", s)); err != nil {
 				return err
 			}
-			if err := link("../../"+name, filepath.Join("sys", "block", s, "holders", name)); err != nil {
+			up := "../../"
+			if strings.Contains(rel(s), "/") {
+				up = "../../../"
+			}
+			if err := link(up+name, filepath.Join("sys", "block", rel(s), "holders", name)); err != nil {
 				return err
 			}
 		}
@@ -476,4 +500,50 @@ func missing() tree {
 	}
 	pvs := append(pvsOf("vg-hdd", hdds[:5]), pv("[unknown]", "vg-hdd"))
 	return tree{devs: devs, byID: byID, lvs: tablesLVs("sdf"), pvs: append(pvs, pvsOf("vg-nvme", nvmes)...), samples: samples}
+}
+
+// nvmeParts: balanced, laid out as the reference host is (tbhost lvm plan
+// --example): vg-nvme's PVs are partition 4 of each NVMe disk
+// (nvme0n1p4, nvme1n1p4: sys/block/nvme0n1/nvme0n1p4, the dm images'
+// slaves link there, by-id links with -part4), and the prefix array reads:
+// 2000 reads/s on each partition (and so on its disk), 5 s apart.
+func nvmeParts() tree {
+	t := balanced()
+	for i, n := range nvmes {
+		p := n + "p4"
+		t.devs[p] = &dev{dev: fmt.Sprintf("259:%d", i+2), parent: n}
+		t.devs[fmt.Sprintf("dm-%d", 25+i)].slaves = []string{p}
+		t.byID[fmt.Sprintf("nvme-QEMU_NVMe_Ctrl_NVME%d-part4", i+1)] = p
+	}
+	for _, rows := range [][][][2]string{t.lvs, t.pvs} {
+		for _, r := range rows {
+			for j, kv := range r {
+				if kv[0] == "devices" || kv[0] == "pv_name" || kv[0] == "pv_uuid" {
+					for _, n := range nvmes {
+						r[j][1] = strings.ReplaceAll(r[j][1], "/dev/"+n+"(", "/dev/"+n+"p4(")
+						if r[j][1] == "/dev/"+n || r[j][1] == "derived-/dev/"+n {
+							r[j][1] += "p4"
+						}
+					}
+				}
+			}
+		}
+	}
+	for k := range t.samples {
+		s := t.samples[k].clone()
+		for i, n := range nvmes {
+			l := s.lines[n]
+			l.minor = i + 2
+			for f := range l.v {
+				l.v[f] = 0
+			}
+			s.set(n+"p4", l)
+			for j := 0; j < k; j++ {
+				s.add(n, 10000, 10000*8)
+				s.add(n+"p4", 10000, 10000*8)
+			}
+		}
+		t.samples[k] = s
+	}
+	return t
 }
