@@ -234,6 +234,9 @@ func (r ScrubResult) BadBlockCount() int {
 	return n
 }
 
+// ErrScrubBusy is returned when another scrub holds the state file's lock.
+var ErrScrubBusy = errors.New("another tbhost integrity scrub is running on this state file")
+
 // ErrStateMismatch is returned when the state file belongs to another array.
 var ErrStateMismatch = errors.New("state file belongs to another array")
 
@@ -254,6 +257,11 @@ func Scrub(ctx context.Context, o ScrubOptions) (ScrubResult, error) {
 	if err != nil {
 		return ScrubResult{}, err
 	}
+	unlock, err := lockScrubState(o.StatePath)
+	if err != nil {
+		return ScrubResult{StateFile: o.StatePath}, err
+	}
+	defer unlock()
 	run, err := startScrub(o)
 	if err != nil {
 		return run.res, err

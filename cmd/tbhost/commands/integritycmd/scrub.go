@@ -39,7 +39,8 @@ func scrubCommand() *cli.Command {
    Time-boxed and resumable: --budget 2h or --until 06:00 stops the run, the position of every
    image is checkpointed to --state (atomically, every 5 s and at the end; a kill -9 loses at
    most 5 s), and the next run continues there. When all images are read, the pass is recorded
-   with its completion time and the following run starts a new pass. Nightly cron:
+   with its completion time and the following run starts a new pass. A second scrub on the
+   same --state while one runs is refused (exit 3; the lock is --state's FILE.lock). Nightly cron:
      0 1 * * *  tbhost integrity scrub --until 06:00 vg-hdd/tables
 
    Findings: unreadable blocks per image naming the disk and its serial, the integrity counters before and after,
