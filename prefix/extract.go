@@ -502,12 +502,7 @@ func record(results <-chan extractResult, store string, log *manifestLog, man Ma
 		if err := syncDir(store); err != nil {
 			return err
 		}
-		for _, e := range pending {
-			if err := log.write(e); err != nil {
-				return err
-			}
-		}
-		if err := log.sync(); err != nil {
+		if err := log.appendDurably(pending); err != nil {
 			return err
 		}
 		pending = pending[:0]
