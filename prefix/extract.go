@@ -491,6 +491,7 @@ func record(results <-chan extractResult, store string, log *manifestLog, man Ma
 	var pending []ManifestEntry
 	defer func() {
 		if logErr != nil {
+			logErr = withDiskHint(logErr) // a full store: say so, and what to do
 			notRecorded(rep, pending, logErr)
 		}
 	}()

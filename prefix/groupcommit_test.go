@@ -266,8 +266,9 @@ func TestRecordLeavesNoLinesOfAFailedBatchOnAFullStore(t *testing.T) {
 	}()
 	rep := &ExtractReport{Failed: []Failure{}}
 	err = record(results, store, log, Manifest{}, rep, nopProgress{})
-	if !errors.Is(err, unix.ENOSPC) {
-		t.Fatalf("record onto a full store: %v, want ENOSPC", err)
+	const fix = "file system is full: free space on it, or extract with --capacity"
+	if !errors.Is(err, unix.ENOSPC) || !strings.Contains(err.Error(), fix) {
+		t.Fatalf("record onto a full store: %v, want ENOSPC and its fix", err)
 	}
 	man, err := LoadManifest(store)
 	if err != nil {
@@ -282,6 +283,9 @@ func TestRecordLeavesNoLinesOfAFailedBatchOnAFullStore(t *testing.T) {
 	for _, f := range rep.Failed {
 		if _, ok := man[f.Name]; ok {
 			t.Fatalf("%s is in the manifest but reported failed (%s)", f.Name, f.Error)
+		}
+		if !strings.Contains(f.Error, fix) {
+			t.Fatalf("failed %s: %q; want the full disk's fix", f.Name, f.Error)
 		}
 	}
 }
