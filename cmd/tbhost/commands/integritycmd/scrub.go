@@ -158,6 +158,18 @@ func runScrub(c *cli.Context) error {
 		Scrub: so,
 	})
 	p.finish()
+	if errors.Is(err, integrity.ErrStateNotWritten) {
+		// the scrub ran: its findings are reported, then the state's error;
+		// findings keep their exit code 1 (a health check's CRITICAL ranks
+		// above the UNKNOWN of exit 3)
+		if oerr := g.Output(rep, func(w io.Writer) error { return printScrub(w, rep) }); oerr != nil {
+			return oerr
+		}
+		if len(rep.Problems) > 0 {
+			return cliutil.WithCode(cliutil.ExitProblem, err)
+		}
+		return cliutil.CannotRun(err)
+	}
 	if err != nil {
 		if errors.Is(err, integrity.ErrStateMismatch) || errors.Is(err, integrity.ErrStateInvalid) || errors.Is(err, integrity.ErrNothingToScrub) || errors.Is(err, integrity.ErrDegraded) {
 			return cliutil.Problem(err) // refused
