@@ -351,9 +351,11 @@ func ScrubLV(ctx context.Context, o LVScrubOptions) (LVScrubReport, error) {
 	}
 	res, scrubErr := Scrub(ctx, so)
 	rep.Result = res
-	if scrubErr != nil {
+	if scrubErr != nil && !errors.Is(scrubErr, ErrStateNotWritten) {
 		return rep, scrubErr
 	}
+	// a state that could not be written: the bad blocks found are still
+	// read through the LV and reported, and scrubErr returned with them
 	if o.RepairReads && res.BadBlockCount() > 0 {
 		rep.BadBlocks = RepairByReading(plan, res, so.Direct)
 	} else {
@@ -406,7 +408,7 @@ func ScrubLV(ctx context.Context, o LVScrubOptions) (LVScrubReport, error) {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s/%s on %s: %d integrity mismatches counted before this run (the counter resets on reactivation)", o.VG, t.Name, on, c.After))
 		}
 	}
-	return rep, nil
+	return rep, scrubErr
 }
 
 // nameDisks fills in the serial of the disk under every target's PVs, from

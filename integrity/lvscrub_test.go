@@ -12,6 +12,7 @@ import (
 
 	"github.com/tbhost/tbhost/internal/execx"
 	"github.com/tbhost/tbhost/internal/fixturetree"
+	"github.com/tbhost/tbhost/internal/smallfs"
 	"github.com/tbhost/tbhost/lvm"
 	"github.com/tbhost/tbhost/lvm/lvmfake"
 )
@@ -181,6 +182,46 @@ func TestScrubLVReportsTheCorruptDiskOnly(t *testing.T) {
 	}
 	if len(rep.KernelLines) != 1 || !strings.Contains(rep.KernelLines[0], "dm-11: Checksum failed") {
 		t.Errorf("kernel lines %q", rep.KernelLines)
+	}
+}
+
+// The state file's file system fills up while the scrub reads (/var full
+// in the night): the scrub finds a bad block all the same. Its findings
+// must not be dropped for the state's error: the bad block is read through
+// the LV and reported beside the error (which names the state file and
+// says what to do), not just "no space left on device".
+func TestScrubLVOnAFullStateDiskStillReportsItsFindings(t *testing.T) {
+	root := fakeRoot(t, 2<<20)
+	stateDir := smallfs.Mount(t, "64k", "a full /var")
+	state := filepath.Join(stateDir, "scrub.json")
+	rec := execx.NewRecorded()
+	recordLVS(rec, t, "lvs-a-2.03.16-tables-clean.json", "vg-hdd")
+	recordLVS(rec, t, "lvs-a-2.03.16-tables-mismatch-sdc.json", "vg-hdd")
+	rec.On(execx.Reply{Stdout: "[    1.0] boot\n"}, "dmesg")
+	rec.On(execx.Reply{Stdout: "[    1.0] boot\n"}, "dmesg")
+	bad := []int64{1<<20 + 512}
+	so := ScrubOptions{Chunk: 1 << 20, Direct: true, StatePath: state, Identity: "u"}
+	filled := false
+	so.open = func(p string, direct bool) (blockReader, bool, string, error) {
+		if !filled { // after the first checkpoint: the file system fills up
+			filled = true
+			os.WriteFile(filepath.Join(stateDir, "filler"), make([]byte, 1<<20), 0o644)
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, false, "", err
+		}
+		if strings.HasSuffix(p, "_rimage_2") {
+			return flakyFile{f, bad, 512}, false, "", nil
+		}
+		return f, false, "", nil
+	}
+	rep, err := ScrubLV(context.Background(), LVScrubOptions{VG: "vg-hdd", LV: "tables", Root: root, Runner: rec, Scrub: so, RepairReads: true})
+	if !errors.Is(err, ErrStateNotWritten) || !strings.Contains(err.Error(), state) || !strings.Contains(err.Error(), "no space left on device") {
+		t.Fatalf("scrub with its state on a full disk: %v; want ErrStateNotWritten naming the state file", err)
+	}
+	if len(rep.BadBlocks) != 1 || !rep.BadBlocks[0].Repaired || len(rep.Problems) == 0 || len(rep.Images) != 6 {
+		t.Fatalf("report beside the state's error: bad blocks %+v, problems %q, %d images; want the bad block repaired and reported", rep.BadBlocks, rep.Problems, len(rep.Images))
 	}
 }
 

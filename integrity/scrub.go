@@ -234,6 +234,15 @@ func (r ScrubResult) BadBlockCount() int {
 	return n
 }
 
+// ErrStateNotWritten is returned with the whole result of a scrub that ran
+// but could not write its state file (its file system filled up, say): the
+// result (bad blocks included) stands; the next run resumes from the last
+// checkpoint that was written.
+var ErrStateNotWritten = errors.New("scrub state not written")
+
+// ErrScrubBusy is returned when another scrub holds the state file's lock.
+var ErrScrubBusy = errors.New("another tbhost integrity scrub is running on this state file")
+
 // ErrStateMismatch is returned when the state file belongs to another array.
 var ErrStateMismatch = errors.New("state file belongs to another array")
 
@@ -254,6 +263,11 @@ func Scrub(ctx context.Context, o ScrubOptions) (ScrubResult, error) {
 	if err != nil {
 		return ScrubResult{}, err
 	}
+	unlock, err := lockScrubState(o.StatePath)
+	if err != nil {
+		return ScrubResult{StateFile: o.StatePath}, err
+	}
+	defer unlock()
 	run, err := startScrub(o)
 	if err != nil {
 		return run.res, err
@@ -562,7 +576,10 @@ func (r *scrubRun) finish(ctx context.Context, readErr error) (ScrubResult, erro
 	res.Seconds = end.Sub(r.start).Seconds()
 	r.st.recordRun(RunRecord{Ended: end, Seconds: res.Seconds, Bytes: res.Bytes, RateCap: r.o.Rate})
 	r.checkpointLocked(true)
-	return *res, r.saveErr
+	if r.saveErr != nil {
+		return *res, fmt.Errorf("%w: %w (free space on its file system, or pass --state FILE elsewhere; the next run resumes from the last checkpoint written and reads again what this run read after it)", ErrStateNotWritten, r.saveErr)
+	}
+	return *res, nil
 }
 
 // allDone says every image has been read to its end this pass.

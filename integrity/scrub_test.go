@@ -384,3 +384,46 @@ func TestScrubFailsFastOnUnwritableState(t *testing.T) {
 		t.Fatalf("err %v after reading %d bytes; want a refusal before any read", err, read)
 	}
 }
+
+// Two scrubs of one array (cron starting tonight's run while last night's
+// still reads, or one started by hand): the second is refused at once,
+// names the lock and its holder, reads nothing and leaves the first one's
+// checkpoint alone; once the first ends (or is killed: the kernel drops an
+// flock with its process), the next run goes ahead.
+func TestScrubRefusesWhileAnotherHoldsTheState(t *testing.T) {
+	dir := t.TempDir()
+	targets := imageFiles(t, dir, 1<<20)
+	state := filepath.Join(dir, "s.json")
+	clk := newFakeClock()
+	opts := ScrubOptions{Targets: targets, Identity: "u", StatePath: state, Rate: 256 << 10, Chunk: 64 << 10, Clock: clk,
+		Deadline: clk.Now().Add(time.Second)}
+	if _, err := Scrub(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := lockScrubState(state) // the running scrub
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st ScrubState
+	readJSON(state, &st)
+	st.PID = 4242
+	if err := writeJSONAtomic(state, &st); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(state)
+	var read int64
+	opts.Deadline = time.Time{}
+	opts.Events = func(e ScrubEvent) { read += e.Bytes }
+	_, err = Scrub(context.Background(), opts)
+	if !errors.Is(err, ErrScrubBusy) || !strings.Contains(err.Error(), state+".lock") || !strings.Contains(err.Error(), "pid 4242") {
+		t.Fatalf("second scrub on a held state: %v; want ErrScrubBusy naming the lock and the holder's pid", err)
+	}
+	if after, _ := os.ReadFile(state); read != 0 || string(after) != string(before) {
+		t.Fatalf("the refused scrub read %d bytes or changed the state file", read)
+	}
+	unlock()
+	res, err := Scrub(context.Background(), opts)
+	if err != nil || !res.PassCompleted {
+		t.Fatalf("after the first scrub ended: %v %+v", err, res)
+	}
+}

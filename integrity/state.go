@@ -10,7 +10,40 @@ import (
 	"time"
 
 	"github.com/tbhost/tbhost/internal/sysread"
+	"golang.org/x/sys/unix"
 )
+
+// lockScrubState takes an exclusive flock on path+".lock" for the run, so
+// two scrubs of one array (a cron run overlapping the last one, or one
+// started by hand) never read the same images at once and overwrite each
+// other's checkpoints. The kernel drops the lock with its process (kill -9
+// too): there is never a stale lock to clear. "" (no state) locks nothing.
+func lockScrubState(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("state %s: %w (pass a writable --state FILE, or run as root for the default)", path, err)
+	}
+	lock := path + ".lock"
+	f, err := os.OpenFile(lock, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("state %s: lock: %w (pass a writable --state FILE, or run as root for the default)", path, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			holder := ""
+			var st ScrubState
+			if found, _ := readJSON(path, &st); found && st.PID > 0 {
+				holder = fmt.Sprintf(" (pid %d, by the state file)", st.PID)
+			}
+			return nil, fmt.Errorf("%w: it holds %s%s; wait for it to finish (it stops at its --budget or --until), or stop it: its checkpoint is kept", ErrScrubBusy, lock, holder)
+		}
+		return nil, fmt.Errorf("lock %s: %w", lock, err)
+	}
+	return func() { f.Close() }, nil
+}
 
 // writeJSONAtomic writes v to path so that a reader (or a run killed midway)
 // sees either the old file or the new one, never a torn one: a temporary

@@ -16,6 +16,7 @@ import (
 	"github.com/tbhost/tbhost/internal/clock"
 	"github.com/tbhost/tbhost/internal/execx"
 	"github.com/tbhost/tbhost/internal/sizes"
+	"golang.org/x/sys/unix"
 )
 
 // StepTimeout bounds each command apply runs.
@@ -26,6 +27,9 @@ type Applier struct {
 	Runner execx.Runner
 	// Inventory re-reads the machine (blockdev.Read with InventoryOptions).
 	Inventory func(ctx context.Context) (*blockdev.Inventory, error)
+	// LockPath is the flock file that keeps two applies (not dry runs) on
+	// one machine apart; "" takes no lock (a fake machine in tests).
+	LockPath string
 	// Out gets one line per step as it happens (human progress); may be nil.
 	Out io.Writer
 	// Confirm asks the operator; nil means there is no terminal to ask on.
@@ -117,7 +121,14 @@ func (a Applier) Apply(ctx context.Context, p *Plan, opts ApplyOptions) (*ApplyR
 	if !reflect.DeepEqual(BuildCommands(p), p.Commands) {
 		return rep, &RefusedError{What: "lvm apply refused (nothing was run)", Problems: []string{"commands: they do not match the plan's devices and arrays; re-plan with tbhost lvm plan"}}
 	}
-	cur, err := a.look(ctx, p)
+	if !opts.DryRun {
+		unlock, err := lockApply(a.LockPath)
+		if err != nil {
+			return rep, err
+		}
+		defer unlock()
+	}
+	cur, err := a.look(ctx, p) // under the lock: what another apply did is seen
 	if err != nil {
 		return rep, err
 	}
@@ -705,4 +716,33 @@ func fingerprintNote(p *Plan, inv *blockdev.Inventory) string {
 		return changed
 	}
 	return fmt.Sprintf("the planned devices have other kernel names than at planning time (%s: a reboot reorders them); the plan names them by id, and the machine's disks are unchanged", strings.Join(moved, ", "))
+}
+
+// ApplyLockPath is the lock lvm apply holds on a real machine.
+const ApplyLockPath = "/run/lock/tbhost-lvm-apply.lock"
+
+// lockApply takes an exclusive flock on path ("" locks nothing). Apply
+// decides every step from one reading of the machine: a second apply
+// that read it before the first one's pvcreate would wipefs (with --wipe)
+// or pvcreate the disks the first one just made PVs of its new VG. The
+// kernel drops the lock with its process, kill -9 too.
+func lockApply(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, &RefusedError{What: "lvm apply refused (nothing was run)", Problems: []string{fmt.Sprintf("another tbhost lvm apply is running on this machine (lock %s is held): wait for it to finish, then run apply again (steps it did are skipped)", path)}}
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
 }

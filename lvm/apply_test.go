@@ -500,3 +500,38 @@ func TestApplyRefusesAnInconsistentPlanInMemory(t *testing.T) {
 		t.Errorf("ran %v", l.lvm.Calls)
 	}
 }
+
+// Two applies on one machine (an Ansible run and one by hand): apply
+// decides its steps from one reading of the machine, so the second,
+// having read it before the first one's pvcreate, would wipefs (--wipe)
+// or pvcreate the disks the first just made its VG's PVs. The second is
+// refused while the first holds the lock, names it, and runs nothing; a
+// dry run is not held back; once the first has ended, apply runs.
+func TestApplyRefusesWhileAnotherApplyRuns(t *testing.T) {
+	l := newLab(t, PlanOptions{})
+	lock := filepath.Join(t.TempDir(), "run", "lock", "apply.lock")
+	unlock, err := lockApply(lock) // the first apply, at work
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := l.applier(t)
+	a.LockPath = lock
+	_, err = a.Apply(context.Background(), l.plan, ApplyOptions{Yes: true})
+	var refused *RefusedError
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), lock) || !strings.Contains(err.Error(), "another tbhost lvm apply") {
+		t.Fatalf("apply while another holds the lock: %v; want a refusal naming the lock", err)
+	}
+	if w := lvmfake.Writes(l.lvm.Calls); len(w) != 0 {
+		t.Fatalf("the refused apply ran %q", w)
+	}
+	if _, err := a.Apply(context.Background(), l.plan, ApplyOptions{DryRun: true}); err != nil {
+		t.Fatalf("dry run beside a running apply: %v", err)
+	}
+	unlock()
+	if _, err := a.Apply(context.Background(), l.plan, ApplyOptions{Yes: true}); err != nil {
+		t.Fatalf("apply after the other ended: %v", err)
+	}
+	if got := lvmfake.Writes(l.lvm.Calls); !reflect.DeepEqual(got, argvs(l.plan.Commands)) {
+		t.Fatalf("ran %q, want the plan's commands", got)
+	}
+}

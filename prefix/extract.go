@@ -491,6 +491,7 @@ func record(results <-chan extractResult, store string, log *manifestLog, man Ma
 	var pending []ManifestEntry
 	defer func() {
 		if logErr != nil {
+			logErr = withDiskHint(logErr) // a full store: say so, and what to do
 			notRecorded(rep, pending, logErr)
 		}
 	}()
@@ -502,12 +503,7 @@ func record(results <-chan extractResult, store string, log *manifestLog, man Ma
 		if err := syncDir(store); err != nil {
 			return err
 		}
-		for _, e := range pending {
-			if err := log.write(e); err != nil {
-				return err
-			}
-		}
-		if err := log.sync(); err != nil {
+		if err := log.appendDurably(pending); err != nil {
 			return err
 		}
 		pending = pending[:0]
@@ -588,9 +584,33 @@ func lockStore(store string) (func(), error) {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: another tbhost prefix extract holds %s; wait for it to finish", ErrBusy, path)
+			return nil, fmt.Errorf("%w: another tbhost prefix extract, or a prefix verify, holds %s; wait for it to finish", ErrBusy, path)
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// shareStore takes a shared flock on the store's lock file for a verify:
+// while an extract writes the store, its temporary files and the prefixes
+// it renamed but has not recorded yet are no findings (verify used to
+// report them as left by an interrupted extract, exit 1), so verify is
+// refused until the extract ends, and no extract starts while verify reads.
+// A store without the lock file (no extract ever ran there) is not locked,
+// nor one whose lock verify cannot open or flock (a read-only copy, a file
+// system without locks): verify then runs as before.
+func shareStore(store string) (func(), error) {
+	path := filepath.Join(store, LockName)
+	f, err := os.Open(path)
+	if err != nil {
+		return func() {}, nil
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: a tbhost prefix extract is writing the store (it holds %s); verify once it has finished", ErrBusy, path)
+		}
+		return func() {}, nil
 	}
 	return func() { f.Close() }, nil
 }

@@ -3,11 +3,14 @@ package prefix
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tbhost/tbhost/internal/smallfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -231,5 +234,58 @@ func TestRecordCountsOnlyRecordedPrefixesAfterAFailedFlush(t *testing.T) {
 	}
 	if n := manifestLines(logDir); n != 2 {
 		t.Errorf("the manifest has %d lines, want A's and B's", n)
+	}
+}
+
+// A store that fills up while a batch's manifest lines are appended: the
+// buffer has already written some of the batch's lines when the rest
+// fails. Those lines must not stay in the manifest, or the next extract
+// takes as recorded (and skips) prefixes the report named as failed and
+// to be redone: the manifest is cut back to its last whole batch, and it
+// records exactly the report's written.
+func TestRecordLeavesNoLinesOfAFailedBatchOnAFullStore(t *testing.T) {
+	store := smallfs.Mount(t, "128k", "a full store")
+	log, err := openManifestLog(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.close()
+	// leave 80 KiB: a batch of lines (about 60 KiB) and then part of the next
+	if err := os.WriteFile(filepath.Join(store, "filler"), make([]byte, 48<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	results := make(chan extractResult)
+	go func() {
+		defer close(results)
+		for i := range 2 * flushEntries {
+			n := fmt.Sprintf("K%03dvK.rtbw", i)
+			results <- extractResult{p: Parsed{Source: Source{Name: n, Path: "/t/" + n}}, read: 100,
+				entry: ManifestEntry{Name: n, Source: "/srv/syzygy/" + n, Prefix: 100, Upto: "block-lengths",
+					SHA256: strings.Repeat("ab", 32), Extracted: "2026-12-07T18:00:00Z"}}
+		}
+	}()
+	rep := &ExtractReport{Failed: []Failure{}}
+	err = record(results, store, log, Manifest{}, rep, nopProgress{})
+	const fix = "file system is full: free space on it, or extract with --capacity"
+	if !errors.Is(err, unix.ENOSPC) || !strings.Contains(err.Error(), fix) {
+		t.Fatalf("record onto a full store: %v, want ENOSPC and its fix", err)
+	}
+	man, err := LoadManifest(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Written != flushEntries {
+		t.Errorf("%d written, want the first batch's %d", rep.Written, flushEntries)
+	}
+	if len(man) != rep.Written || manifestLines(store) != rep.Written || rep.Written+len(rep.Failed) != 2*flushEntries {
+		t.Fatalf("the manifest records %d prefixes in %d lines, the report %d written and %d failed of %d", len(man), manifestLines(store), rep.Written, len(rep.Failed), 2*flushEntries)
+	}
+	for _, f := range rep.Failed {
+		if _, ok := man[f.Name]; ok {
+			t.Fatalf("%s is in the manifest but reported failed (%s)", f.Name, f.Error)
+		}
+		if !strings.Contains(f.Error, fix) {
+			t.Fatalf("failed %s: %q; want the full disk's fix", f.Name, f.Error)
+		}
 	}
 }

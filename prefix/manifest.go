@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -83,6 +84,33 @@ func LoadManifest(store string) (Manifest, error) {
 type manifestLog struct {
 	f *os.File
 	w *bufio.Writer
+}
+
+// appendDurably writes the entries' lines and fsyncs them, all or none:
+// when a write or the fsync fails (a full store: the buffer has already
+// flushed some of the lines), the manifest is cut back to its length
+// before the call, so that it records no entry the run reports as not
+// recorded (the next extract redoes those, as the report says).
+func (m *manifestLog) appendDurably(es []ManifestEntry) error {
+	start, err := m.f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return fmt.Errorf("append to manifest: %w", err)
+	}
+	for _, e := range es {
+		if err = m.write(e); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = m.sync()
+	}
+	if err != nil {
+		m.w.Reset(m.f) // drop what the buffer still holds
+		if terr := m.f.Truncate(start); terr != nil {
+			return fmt.Errorf("%w; and cutting the manifest %s back to its last whole batch failed too (%v): run prefix verify --full after the rerun", err, m.f.Name(), terr)
+		}
+	}
+	return err
 }
 
 func openManifestLog(store string) (*manifestLog, error) {

@@ -76,6 +76,11 @@ func Verify(ctx context.Context, sources []Source, opt VerifyOptions) (*VerifyRe
 	if err := checkStoreDir(opt.Store, "mount the store's file system there, or build the store with tbhost prefix extract"); err != nil {
 		return rep, err
 	}
+	unlock, err := shareStore(opt.Store)
+	if err != nil {
+		return rep, err
+	}
+	defer unlock()
 	man, err := LoadManifest(opt.Store)
 	if err != nil {
 		return rep, err

@@ -11,6 +11,7 @@ import (
 	"github.com/tbhost/tbhost/internal/cliutil"
 	"github.com/tbhost/tbhost/internal/execx"
 	"github.com/tbhost/tbhost/internal/realdata"
+	"github.com/tbhost/tbhost/internal/smallfs"
 	"github.com/tbhost/tbhost/lvm"
 )
 
@@ -168,6 +169,33 @@ func TestIntegrityScrubCleanThenCountersRise(t *testing.T) {
 	}
 	if rep.Result.Pass != 2 || len(rep.Result.Passes) != 2 || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], "tables_rimage_2 on /dev/sdc: integrity mismatches 0 -> 5") {
 		t.Fatalf("%+v", rep)
+	}
+}
+
+// The state's file system has room for the first checkpoint only (/var
+// filling up in the night): the scrub's report is printed all the same,
+// then the state's error; exit 3 when the scrub found nothing, 1 when it
+// found a problem (a health check's CRITICAL, not UNKNOWN).
+func TestIntegrityScrubOnAFullStateDiskReportsAndKeepsItsExitCode(t *testing.T) {
+	for _, c := range []struct {
+		lvsAfter string
+		code     int
+		want     string
+	}{
+		{"lvs-a-2.03.16-tables-clean.json", 3, "pass 1 complete"},
+		{"lvs-a-2.03.16-tables-mismatch-sdc.json", 1, "tables_rimage_2 on /dev/sdc: integrity mismatches 0 -> 5"},
+	} {
+		root := scrubRoot(t)
+		dir := smallfs.Mount(t, "8k", "a full /var")
+		os.WriteFile(filepath.Join(dir, "filler"), make([]byte, 4096), 0o644) // one page left: the first checkpoint
+		state := filepath.Join(dir, "scrub.json")
+		rec := recordedLVS(t, "lvs-a-2.03.16-tables-clean.json", "vg-hdd")
+		b, _ := os.ReadFile("../../integrity/testdata/" + c.lvsAfter)
+		rec.On(execx.Reply{Stdout: string(b)}, lvm.LVsArgv("vg-hdd")...)
+		code, out, stderr := runTB(t, rec, "--root", root, "integrity", "scrub", "--state", state, "--rate", "0", "vg-hdd/tables")
+		if code != c.code || !strings.Contains(out, c.want) || !strings.Contains(stderr, "scrub state not written") || !strings.Contains(stderr, state) {
+			t.Fatalf("%s: exit %d (want %d), stdout must hold %q and stderr the state's error\nstdout:\n%s\nstderr:\n%s", c.lvsAfter, code, c.code, c.want, out, stderr)
+		}
 	}
 }
 

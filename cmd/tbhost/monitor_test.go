@@ -9,6 +9,7 @@ import (
 
 	"github.com/tbhost/tbhost/internal/cliutil"
 	"github.com/tbhost/tbhost/internal/fixturetree"
+	"github.com/tbhost/tbhost/internal/smallfs"
 	"github.com/tbhost/tbhost/monitor/monitortest"
 )
 
@@ -172,6 +173,40 @@ func TestMonitorCheckTextfile(t *testing.T) {
 	entries, _ := os.ReadDir(filepath.Dir(f))
 	if len(entries) != 1 {
 		t.Errorf("temporary files left behind: %v", entries)
+	}
+}
+
+// A textfile whose file system is full (/var filled up) fails to be
+// written: that must not turn a CRITICAL array into an UNKNOWN (which
+// Nagios ranks below it) and drop its report. The check's status line,
+// report and exit code stand; the textfile's error is named beside them
+// (stderr, and the --json error's message); the old textfile is left.
+func TestMonitorCheckTextfileOnAFullDiskKeepsTheStatus(t *testing.T) {
+	dir := smallfs.Mount(t, "8k", "a full node_exporter textfile directory")
+	f := filepath.Join(dir, "tbhost.prom")
+	if err := os.WriteFile(f, []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "filler"), make([]byte, 64<<10), 0o644) // fills it (ENOSPC past 8k)
+	root := derived(t, "misbuilt")
+	code, out, stderr := runTB(t, nil, "--root", root, "monitor", "check", "--textfile", f)
+	if code != 2 || !strings.HasPrefix(out, "CRITICAL: ") || !strings.Contains(stderr, "write textfile "+f) || !strings.Contains(stderr, "no space left on device") {
+		t.Fatalf("exit %d, want 2 (CRITICAL) with the textfile's error on stderr\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	code, out, _ = runTB(t, nil, "--root", root, "--json", "monitor", "check", "--textfile", f)
+	var doc struct {
+		Status string            `json:"status"`
+		Arrays []json.RawMessage `json:"arrays"`
+		Error  cliutil.ErrorJSON `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("--json: %v\n%s", err, out)
+	}
+	if code != 2 || doc.Status != "CRITICAL" || len(doc.Arrays) == 0 || doc.Error.ExitCode != 2 || !strings.Contains(doc.Error.Message, "write textfile "+f) {
+		t.Fatalf("--json: exit %d, status %s, %d arrays, error %+v; want the CRITICAL report with the textfile's error", code, doc.Status, len(doc.Arrays), doc.Error)
+	}
+	if b, _ := os.ReadFile(f); string(b) != "old\n" {
+		t.Errorf("the textfile was changed: %q", b)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tbhost/tbhost/internal/smallfs"
 	"github.com/tbhost/tbhost/internal/tablesync"
@@ -67,5 +68,40 @@ func TestSyncOntoAFullDestination(t *testing.T) {
 	rep, err = tablesync.Sync(context.Background(), opts)
 	if err != nil || !rep.Complete || rep.AlreadyVerified+rep.Landed != len(h.Names) {
 		t.Fatalf("rerun with room: %v, complete %v, %d verified before, %d landed", err, rep.Complete, rep.AlreadyVerified, rep.Landed)
+	}
+}
+
+// The same full destination with the old host's tables in a local
+// directory (a mounted disk, documented as a SRC): there rsync's sender
+// prints a file's landed mark before the receiver has written it, so when
+// the disk fills up the marks of the files in flight name files that never
+// arrive. The run must end as soon as rsync does, with the full disk
+// named, not wait for each of them (it waited 30 s a file: minutes before
+// cron heard of the full disk).
+func TestSyncFromADirectoryOntoAFullDestinationEndsWithRsync(t *testing.T) {
+	h := rsyncd.NewOldHost(t)
+	var total int64
+	for _, n := range h.Names {
+		st, err := os.Stat(h.Path(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += st.Size()
+	}
+	// 300k: full within the first DTZ tables, with small ones in flight after
+	to := smallfs.Mount(t, "300k", "a full array")
+	lists, err := tablesync.LoadLists(h.Lists)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, _ := tablesync.ParseSet("3-7")
+	start := time.Now()
+	rep, err := tablesync.Sync(context.Background(), tablesync.Options{From: h.Dir, To: to, Set: set, Lists: lists})
+	took := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), "destination "+to+" is full") {
+		t.Fatalf("sync into a destination of 300k for %d bytes: %v; want the full disk named, with its fix", total, err)
+	}
+	if took > 15*time.Second {
+		t.Errorf("the sync took %v after rsync stopped on the full disk (%d landed): it waited for files rsync never wrote", took.Round(time.Second), rep.Landed)
 	}
 }

@@ -765,6 +765,7 @@ func (s *syncer) transfer(ctx context.Context, files []SourceFile) error {
 	os.WriteFile(s.pidFile(), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644)
 	defer os.Remove(s.pidFile())
 	landed := make(chan SourceFile, len(files))
+	exited := make(chan struct{}) // closed once rsync has exited
 	verr := make(chan error, 1)
 	go func() {
 		var first error
@@ -772,7 +773,7 @@ func (s *syncer) transfer(ctx context.Context, files []SourceFile) error {
 			if first != nil || s.isHandled(f.Rel) {
 				continue
 			}
-			if err := s.waitComplete(ctx, f); err != nil {
+			if err := s.waitComplete(ctx, f, exited); err != nil {
 				continue // left for the pass after rsync exits
 			}
 			if err := s.land(ctx, f); err != nil && first == nil {
@@ -784,6 +785,7 @@ func (s *syncer) transfer(ctx context.Context, files []SourceFile) error {
 	s.readOutput(stdout, landed)
 	close(landed)
 	runErr := cmd.Wait()
+	close(exited)
 	if err := <-verr; err != nil {
 		return err
 	}
@@ -900,12 +902,18 @@ func parseProgress2(line string) (int64, bool) {
 }
 
 // waitComplete waits (briefly) until rsync has renamed the finished file
-// into incoming/: it reports a file done just before the rename.
-func (s *syncer) waitComplete(ctx context.Context, f SourceFile) error {
+// into incoming/: it reports a file done just before the rename (from a
+// local directory, the sender reports it even before the receiver has
+// written it). Once rsync has exited (exited is closed) a file not there
+// never comes: it is not waited for (a full destination stops rsync with
+// the marks of the files in flight already printed, and each of them
+// used to hold the run for the whole wait).
+func (s *syncer) waitComplete(ctx context.Context, f SourceFile, exited <-chan struct{}) error {
 	p := filepath.Join(s.incoming, f.Rel)
 	deadline := time.Now().Add(30 * time.Second)
+	there := func() bool { st, err := os.Stat(p); return err == nil && st.Size() == f.Size }
 	for {
-		if st, err := os.Stat(p); err == nil && st.Size() == f.Size {
+		if there() {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -914,6 +922,11 @@ func (s *syncer) waitComplete(ctx context.Context, f SourceFile) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-exited:
+			if there() {
+				return nil
+			}
+			return fmt.Errorf("%s did not appear before rsync exited", p)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

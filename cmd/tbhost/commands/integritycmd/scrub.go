@@ -39,7 +39,8 @@ func scrubCommand() *cli.Command {
    Time-boxed and resumable: --budget 2h or --until 06:00 stops the run, the position of every
    image is checkpointed to --state (atomically, every 5 s and at the end; a kill -9 loses at
    most 5 s), and the next run continues there. When all images are read, the pass is recorded
-   with its completion time and the following run starts a new pass. Nightly cron:
+   with its completion time and the following run starts a new pass. A second scrub on the
+   same --state while one runs is refused (exit 3; the lock is --state's FILE.lock). Nightly cron:
      0 1 * * *  tbhost integrity scrub --until 06:00 vg-hdd/tables
 
    Findings: unreadable blocks per image naming the disk and its serial, the integrity counters before and after,
@@ -157,6 +158,18 @@ func runScrub(c *cli.Context) error {
 		Scrub: so,
 	})
 	p.finish()
+	if errors.Is(err, integrity.ErrStateNotWritten) {
+		// the scrub ran: its findings are reported, then the state's error;
+		// findings keep their exit code 1 (a health check's CRITICAL ranks
+		// above the UNKNOWN of exit 3)
+		if oerr := g.Output(rep, func(w io.Writer) error { return printScrub(w, rep) }); oerr != nil {
+			return oerr
+		}
+		if len(rep.Problems) > 0 {
+			return cliutil.WithCode(cliutil.ExitProblem, err)
+		}
+		return cliutil.CannotRun(err)
+	}
 	if err != nil {
 		if errors.Is(err, integrity.ErrStateMismatch) || errors.Is(err, integrity.ErrStateInvalid) || errors.Is(err, integrity.ErrNothingToScrub) || errors.Is(err, integrity.ErrDegraded) {
 			return cliutil.Problem(err) // refused

@@ -47,7 +47,8 @@ func applyCommand() *cli.Command {
    stderr, and apply keeps waiting.
    It asks on the terminal before writing (--yes skips the question; without a terminal and
    without --yes it refuses). Steps already done (PV, VG, LV with the planned shape) are
-   skipped, so after an interruption running apply again converges.
+   skipped, so after an interruption running apply again converges. A second apply while one
+   runs (not --dry-run) is refused, naming the lock /run/lock/tbhost-lvm-apply.lock.
 
    Afterwards it verifies from lvs -a: segment type, data stripes, integrity on every image,
    and that each planned HDD holds exactly one rimage/rmeta pair (each NVMe one stripe).
@@ -85,6 +86,9 @@ EXAMPLES:
 					return blockdev.Read(ctx, lvm.InventoryOptions(g.Root, g.Runner))
 				},
 				Out: out,
+			}
+			if (g.Root == "/" || g.Root == "") && g.RunsThisHost() {
+				a.LockPath = lvm.ApplyLockPath // this machine's disks: one apply at a time
 			}
 			if g.Terminal() {
 				a.Confirm = func(q string) error { return g.Confirm(q, "--yes") }

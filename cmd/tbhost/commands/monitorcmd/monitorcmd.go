@@ -190,10 +190,12 @@ func checkCommand() *cli.Command {
 			if err != nil {
 				return nagios(c, err)
 			}
+			var textfileErr error
 			if f := c.String("textfile"); f != "" {
-				if err := r.WriteTextfile(f, float64(time.Now().Unix())); err != nil {
-					return nagios(c, err)
-				}
+				textfileErr = r.WriteTextfile(f, float64(time.Now().Unix()))
+			}
+			if textfileErr != nil && r.Status == monitor.OK {
+				return nagios(c, textfileErr)
 			}
 			code := int(r.Status)
 			// --quiet: nothing when OK (cron). Without --quiet the status line is
@@ -210,7 +212,16 @@ func checkCommand() *cli.Command {
 				return nagios(c, err)
 			}
 			if code != 0 {
-				return cliutil.Reported(code, checkErrorMessage(r))
+				msg := checkErrorMessage(r)
+				if textfileErr != nil {
+					// A textfile that could not be written (its file system
+					// full) must not hide the arrays' WARNING or CRITICAL
+					// behind an UNKNOWN, which ranks below them: the report
+					// and its status stand, the textfile's error goes with them.
+					fmt.Fprintf(g.Stderr, "tbhost: %v\n", textfileErr)
+					msg += "; " + textfileErr.Error()
+				}
+				return cliutil.Reported(code, msg)
 			}
 			return nil
 		},

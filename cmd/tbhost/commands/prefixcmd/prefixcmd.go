@@ -519,7 +519,8 @@ func verifyCommand() *cli.Command {
      bad-table    the table itself is refused (also: its header is another material than its name)
      not-regular  a directory, FIFO, device or socket where a prefix file should be
    The default reads only the store (NVMe) and stats the tables; --full also rereads each
-   table's prefix bytes from the HDDs and compares. Exit 0 clean, 1 findings, 3 could not run.
+   table's prefix bytes from the HDDs and compares. Exit 0 clean, 1 findings, 3 could not run
+   (also while a prefix extract writes the store: verify once it has finished).
    Clean, it prints nothing without a terminal (cron mails only findings) or with --quiet.
    A stale prefix must never pass: servers that use the store check nothing themselves.`,
 		Flags: []cli.Flag{
