@@ -457,12 +457,14 @@ func probeLoad(l Load) Load {
 // read. The run's other goroutines (the progress line, a signal, the
 // deadline) get a processor when a client yields or ends.
 //
-// On the 2-CPU test machine, 12 clients, 25 alternating rounds, p99 over
-// the same 4 KiB reads from 12 pthreads in C (testdata/cloop): cold, locked
-// with a spare processor 1.13-1.25, like this ~1.0-1.1; warm p99.9 of
-// pread, locked 1.45, unlocked without the yield 1.94 (the preemption's
-// signal lands in a read), like this 1.01 (docs/performance.md). It
-// returns the function that restores GOMAXPROCS.
+// On the 2-CPU test machine, 12 clients, p99 over the same 4 KiB reads
+// from 12 pthreads in C (testdata/cloop), median of 20-25 alternating
+// rounds: cold, locked with a spare processor 1.10-1.25 (6 series each of
+// pread and mmap), like this 0.96-1.11 (4 series each; unlocked without
+// the yield 0.99-1.20); warm p99.9, locked 1.24-1.45, unlocked without the
+// yield 1.17-1.97 (the preemption's signal lands in a read), like this
+// 1.01-1.55 (docs/performance.md). It returns the function that restores
+// GOMAXPROCS.
 func ownProcessors(clients int) (restore func()) {
 	prev := runtime.GOMAXPROCS(0)
 	if clients > prev {
