@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tbhost/tbhost/internal/filelock"
 	"github.com/tbhost/tbhost/internal/sysread"
-	"golang.org/x/sys/unix"
 )
 
 // lockScrubState takes an exclusive flock on path+".lock" for the run, so
@@ -26,23 +26,19 @@ func lockScrubState(path string) (func(), error) {
 		return nil, fmt.Errorf("state %s: %w (pass a writable --state FILE, or run as root for the default)", path, err)
 	}
 	lock := path + ".lock"
-	f, err := os.OpenFile(lock, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
+	l, err := filelock.Exclusive(lock, 0o644)
+	switch {
+	case errors.Is(err, filelock.ErrHeld):
+		holder := ""
+		var st ScrubState
+		if found, _ := readJSON(path, &st); found && st.PID > 0 {
+			holder = fmt.Sprintf(" (pid %d, by the state file)", st.PID)
+		}
+		return nil, fmt.Errorf("%w: it holds %s%s; wait for it to finish (it stops at its --budget or --until), or stop it: its checkpoint is kept", ErrScrubBusy, lock, holder)
+	case err != nil:
 		return nil, fmt.Errorf("state %s: lock: %w (pass a writable --state FILE, or run as root for the default)", path, err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			holder := ""
-			var st ScrubState
-			if found, _ := readJSON(path, &st); found && st.PID > 0 {
-				holder = fmt.Sprintf(" (pid %d, by the state file)", st.PID)
-			}
-			return nil, fmt.Errorf("%w: it holds %s%s; wait for it to finish (it stops at its --budget or --until), or stop it: its checkpoint is kept", ErrScrubBusy, lock, holder)
-		}
-		return nil, fmt.Errorf("lock %s: %w", lock, err)
-	}
-	return func() { f.Close() }, nil
+	return l.Unlock, nil
 }
 
 // writeJSONAtomic writes v to path so that a reader (or a run killed midway)

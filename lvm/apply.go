@@ -15,8 +15,8 @@ import (
 	"github.com/tbhost/tbhost/internal/blockdev"
 	"github.com/tbhost/tbhost/internal/clock"
 	"github.com/tbhost/tbhost/internal/execx"
+	"github.com/tbhost/tbhost/internal/filelock"
 	"github.com/tbhost/tbhost/internal/sizes"
-	"golang.org/x/sys/unix"
 )
 
 // StepTimeout bounds each command apply runs.
@@ -733,16 +733,12 @@ func lockApply(path string) (func(), error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
+	l, err := filelock.Exclusive(path, 0o644)
+	switch {
+	case errors.Is(err, filelock.ErrHeld):
+		return nil, &RefusedError{What: "lvm apply refused (nothing was run)", Problems: []string{fmt.Sprintf("another tbhost lvm apply is running on this machine (lock %s is held): wait for it to finish, then run apply again (steps it did are skipped)", path)}}
+	case err != nil:
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, &RefusedError{What: "lvm apply refused (nothing was run)", Problems: []string{fmt.Sprintf("another tbhost lvm apply is running on this machine (lock %s is held): wait for it to finish, then run apply again (steps it did are skipped)", path)}}
-		}
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	return func() { f.Close() }, nil
+	return l.Unlock, nil
 }

@@ -20,9 +20,9 @@ import (
 	"github.com/tbhost/tbhost/internal/blockdev"
 	"github.com/tbhost/tbhost/internal/clock"
 	"github.com/tbhost/tbhost/internal/execx"
+	"github.com/tbhost/tbhost/internal/filelock"
 	"github.com/tbhost/tbhost/internal/sysread"
 	"github.com/tbhost/tbhost/internal/timeline"
-	"golang.org/x/sys/unix"
 )
 
 // ReplaceStateVersion is the version of the replace state file.
@@ -749,18 +749,14 @@ func lockReplace(dir, vg, lv string) (func(), error) {
 		return nil, fmt.Errorf("state directory %s: %w (choose another with --state-dir)", dir, err)
 	}
 	p := ReplaceStatePath(dir, vg, lv) + ".lock"
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR, 0o640)
-	if err != nil {
+	l, err := filelock.Exclusive(p, 0o640)
+	switch {
+	case errors.Is(err, filelock.ErrHeld):
+		return nil, &RefusedError{What: "lvm replace refused", Problems: []string{fmt.Sprintf("another lvm replace of %s/%s is running (lock %s is held)", vg, lv, p)}}
+	case err != nil:
 		return nil, fmt.Errorf("lock %s: %w", p, err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, &RefusedError{What: "lvm replace refused", Problems: []string{fmt.Sprintf("another lvm replace of %s/%s is running (lock %s is held)", vg, lv, p)}}
-		}
-		return nil, fmt.Errorf("lock %s: %w", p, err)
-	}
-	return func() { f.Close() }, nil
+	return l.Unlock, nil
 }
 
 func loadReplaceState(path string) (*ReplaceState, error) {

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tbhost/tbhost/internal/filelock"
 	"github.com/tbhost/tbhost/internal/jsonlines"
 	"github.com/tbhost/tbhost/internal/sysread"
-	"golang.org/x/sys/unix"
 )
 
 // Step statuses in the state file, the log and the summary.
@@ -76,16 +76,10 @@ func (s Store) LogPath() string { return filepath.Join(s.Dir, "log.jsonl") }
 
 func (s Store) lockPath() string { return filepath.Join(s.Dir, "lock") }
 
-// Lock is the held lock of a store.
-type Lock struct{ f *os.File }
-
-// File is the open lock file. Steps inherit it, so a step that outlives a
-// killed tbhost (kill -9) keeps the playbook locked until it ends: a
-// --resume cannot start the same work twice.
-func (l *Lock) File() *os.File { return l.f }
-
-// Unlock releases the lock (children that inherited it may still hold it).
-func (l *Lock) Unlock() { _ = l.f.Close() }
+// Lock is the held lock of a store. Its File is inherited by the steps,
+// so a step that outlives a killed tbhost (kill -9) keeps the playbook
+// locked until it ends: a --resume cannot start the same work twice.
+type Lock = filelock.Lock
 
 // Lock takes the store's exclusive lock so two runs of one playbook never
 // overlap. It fails at once when another run holds it.
@@ -93,18 +87,14 @@ func (s Store) Lock() (*Lock, error) {
 	if err := os.MkdirAll(s.Dir, 0o750); err != nil {
 		return nil, fmt.Errorf("state directory %s: %w (choose another with --state-dir)", s.Dir, err)
 	}
-	f, err := os.OpenFile(s.lockPath(), os.O_CREATE|os.O_RDWR, 0o640)
-	if err != nil {
+	l, err := filelock.Exclusive(s.lockPath(), 0o640)
+	switch {
+	case errors.Is(err, filelock.ErrHeld):
+		return nil, fmt.Errorf("another run of this playbook is in progress (lock %s is held; after a killed run, a step it started may still be finishing: wait for it and retry)", s.lockPath())
+	case err != nil:
 		return nil, fmt.Errorf("lock %s: %w", s.lockPath(), err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("another run of this playbook is in progress (lock %s is held; after a killed run, a step it started may still be finishing: wait for it and retry)", s.lockPath())
-		}
-		return nil, fmt.Errorf("lock %s: %w", s.lockPath(), err)
-	}
-	return &Lock{f: f}, nil
+	return l, nil
 }
 
 // Load reads the state file; (nil, nil) when there is none yet.

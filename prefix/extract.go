@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tbhost/tbhost/internal/filelock"
 	"github.com/tbhost/tbhost/internal/sysread"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
@@ -572,8 +573,10 @@ const LockName = ".tbhost-prefix.lock"
 // lockStore takes an exclusive flock on the store's lock file, or refuses.
 func lockStore(store string) (func(), error) {
 	path := filepath.Join(store, LockName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	l, err := filelock.Exclusive(path, 0o644)
 	switch {
+	case errors.Is(err, filelock.ErrHeld):
+		return nil, fmt.Errorf("%w: another tbhost prefix extract, or a prefix verify, holds %s; wait for it to finish", ErrBusy, path)
 	case errors.Is(err, fs.ErrPermission):
 		return nil, fmt.Errorf("lock store: %w (extract writes into the store: run it as the store's owner, or as root)", err)
 	case errors.Is(err, unix.EROFS):
@@ -581,14 +584,7 @@ func lockStore(store string) (func(), error) {
 	case err != nil:
 		return nil, fmt.Errorf("lock store: %w", err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: another tbhost prefix extract, or a prefix verify, holds %s; wait for it to finish", ErrBusy, path)
-		}
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	return func() { f.Close() }, nil
+	return l.Unlock, nil
 }
 
 // shareStore takes a shared flock on the store's lock file for a verify:
@@ -601,18 +597,14 @@ func lockStore(store string) (func(), error) {
 // system without locks): verify then runs as before.
 func shareStore(store string) (func(), error) {
 	path := filepath.Join(store, LockName)
-	f, err := os.Open(path)
-	if err != nil {
+	l, err := filelock.Shared(path)
+	switch {
+	case errors.Is(err, filelock.ErrHeld):
+		return nil, fmt.Errorf("%w: a tbhost prefix extract is writing the store (it holds %s); verify once it has finished", ErrBusy, path)
+	case err != nil:
 		return func() {}, nil
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: a tbhost prefix extract is writing the store (it holds %s); verify once it has finished", ErrBusy, path)
-		}
-		return func() {}, nil
-	}
-	return func() { f.Close() }, nil
+	return l.Unlock, nil
 }
 
 // removeTemps deletes temporary files left by an interrupted run.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tbhost/tbhost/integrity"
 	"github.com/tbhost/tbhost/internal/capacity"
+	"github.com/tbhost/tbhost/internal/filelock"
 	"github.com/tbhost/tbhost/internal/sysread"
 	"github.com/tbhost/tbhost/prefix"
 )
@@ -290,24 +291,24 @@ func (s *syncer) prepare() (func(), error) {
 			return nil, fmt.Errorf("destination %s: %w", d, err)
 		}
 	}
-	lock, err := os.OpenFile(filepath.Join(s.work, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
+	lockPath := filepath.Join(s.work, "lock")
+	lock, err := filelock.Exclusive(lockPath, 0o644)
+	switch {
+	case errors.Is(err, filelock.ErrHeld):
+		return nil, fmt.Errorf("another tbhost tables sync is running into %s (lock %s held)", to, lockPath)
+	case err != nil:
 		return nil, fmt.Errorf("lock: %w", err)
-	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		lock.Close()
-		return nil, fmt.Errorf("another tbhost tables sync is running into %s (lock %s held)", to, lock.Name())
 	}
 	s.st = state{Version: 1, Files: map[string]stateEntry{}}
 	b, err := sysread.StateFile(s.statePath, sysread.StateLimit)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		lock.Close()
+		lock.Unlock()
 		return nil, fmt.Errorf("state %s: %w", s.statePath, err)
 	}
 	if err == nil {
 		var st state
 		if err := json.Unmarshal(b, &st); err != nil || st.Version != 1 || st.Files == nil {
-			lock.Close()
+			lock.Unlock()
 			return nil, fmt.Errorf("state %s is not a tbhost tables sync state (%v): move it away to start over (verified files are then checked again)", s.statePath, err)
 		}
 		s.st = st
@@ -315,7 +316,7 @@ func (s *syncer) prepare() (func(), error) {
 	s.stopOrphans()
 	s.verifier = integrity.NewFileVerifier(integrity.VerifyOptions{Sizes: s.opts.Lists.Sizes, Trailers: s.opts.Lists.Trailers, Checksums: s.opts.Lists.Checksums})
 	s.cheap = integrity.NewFileVerifier(integrity.VerifyOptions{Sizes: s.opts.Lists.Sizes, Trailers: s.opts.Lists.Trailers})
-	return func() { lock.Close() }, nil
+	return func() { lock.Unlock() }, nil
 }
 
 // checkDestination refuses a destination that is not an existing

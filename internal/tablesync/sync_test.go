@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tbhost/tbhost/internal/filelock"
 	"github.com/tbhost/tbhost/internal/tablesync"
 	"github.com/tbhost/tbhost/internal/tablesync/rsyncd"
 )
@@ -109,6 +110,45 @@ func TestSyncRefusesAMissingDestination(t *testing.T) {
 	os.WriteFile(file, []byte("x"), 0o644)
 	if _, err := tablesync.Sync(context.Background(), tablesync.Options{From: t.TempDir(), To: file, Set: set}); err == nil || !strings.Contains(err.Error(), "is a regular file, not a directory") {
 		t.Errorf("sync into a regular file: %v", err)
+	}
+}
+
+// Two syncs into one destination (a second started by hand beside a
+// resumed one): the second is refused at once, naming the lock, and
+// touches nothing; once the first ends the next one runs. A lock the
+// sync cannot take for another reason is no "another sync is running".
+func TestSyncRefusesWhileAnotherSyncsIntoTheDestination(t *testing.T) {
+	set, _ := tablesync.ParseSet("3")
+	to := t.TempDir()
+	lockPath := filepath.Join(to, ".tbhost-sync", "lock")
+	if err := os.MkdirAll(filepath.Dir(lockPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	held, err := filelock.Exclusive(lockPath, 0o644) // the first sync, at work
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tablesync.Sync(context.Background(), tablesync.Options{From: t.TempDir(), To: to, Set: set})
+	if err == nil || !strings.Contains(err.Error(), "another tbhost tables sync is running into "+to) || !strings.Contains(err.Error(), lockPath) {
+		t.Fatalf("a second sync into %s: %v; want it refused naming the lock", to, err)
+	}
+	if _, err := os.Stat(filepath.Join(to, ".tbhost-sync", "state.json")); !os.IsNotExist(err) {
+		t.Errorf("the refused sync wrote its state: %v", err)
+	}
+	held.Unlock()
+	_, err = tablesync.Sync(context.Background(), tablesync.Options{From: t.TempDir(), To: to, Set: set})
+	if err != nil && strings.Contains(err.Error(), "another tbhost tables sync") {
+		t.Fatalf("after the first sync ended: %v", err)
+	}
+	if err := os.Remove(lockPath); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(lockPath, 0o755); err != nil { // a directory where the lock file goes
+		t.Fatal(err)
+	}
+	_, err = tablesync.Sync(context.Background(), tablesync.Options{From: t.TempDir(), To: to, Set: set})
+	if err == nil || strings.Contains(err.Error(), "another tbhost tables sync") || !strings.Contains(err.Error(), lockPath) {
+		t.Errorf("a lock that cannot be opened: %v; want its own error, naming it", err)
 	}
 }
 

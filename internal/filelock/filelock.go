@@ -1,0 +1,61 @@
+// Package filelock takes the advisory locks (flock) that keep two tbhost
+// runs on one store, state file or machine apart. A lock is held by an open
+// file and the kernel drops it with the process, kill -9 too: there is never
+// a stale lock to clear. Nothing waits: a lock another process holds is
+// ErrHeld at once, and the caller says who holds it and what to do.
+package filelock
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrHeld is returned (wrapped, with the lock's path) when another process
+// holds the lock.
+var ErrHeld = errors.New("held by another process")
+
+// Lock is a lock this process holds.
+type Lock struct{ f *os.File }
+
+// File is the open lock file: a child process that inherits it holds the
+// lock too, until it ends.
+func (l *Lock) File() *os.File { return l.f }
+
+// Unlock releases the lock (children that inherited it may still hold it).
+func (l *Lock) Unlock() { _ = l.f.Close() }
+
+// Exclusive opens path for writing, creating it with perm, and locks it
+// exclusively. An error opening it is returned as os.OpenFile gives it (a
+// *fs.PathError naming path), for the caller to add its fix.
+func Exclusive(path string, perm fs.FileMode) (*Lock, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, perm)
+	if err != nil {
+		return nil, err
+	}
+	return take(f, unix.LOCK_EX)
+}
+
+// Shared opens path, which must exist, for reading and takes a shared
+// lock: any number of shared holders, none beside an exclusive one.
+func Shared(path string) (*Lock, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	return take(f, unix.LOCK_SH)
+}
+
+func take(f *os.File, how int) (*Lock, error) {
+	if err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("lock %s: %w", f.Name(), ErrHeld)
+		}
+		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	return &Lock{f: f}, nil
+}
