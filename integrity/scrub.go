@@ -268,6 +268,7 @@ func Scrub(ctx context.Context, o ScrubOptions) (ScrubResult, error) {
 		return ScrubResult{StateFile: o.StatePath}, err
 	}
 	defer unlock()
+	removeStateTemps(o.StatePath)
 	run, err := startScrub(o)
 	if err != nil {
 		return run.res, err

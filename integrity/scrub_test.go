@@ -427,3 +427,31 @@ func TestScrubRefusesWhileAnotherHoldsTheState(t *testing.T) {
 		t.Fatalf("after the first scrub ended: %v %+v", err, res)
 	}
 }
+
+// A scrub killed between a checkpoint's create and its rename (kill -9)
+// leaves the temporary file; the next run, holding the state's lock,
+// removes it, and leaves another state's temporary files alone (a
+// verify-tables state beside it may be writing one).
+func TestScrubRemovesTheTemporaryFilesOfAKilledRun(t *testing.T) {
+	dir := t.TempDir()
+	targets := imageFiles(t, dir, 1<<20)
+	state := filepath.Join(dir, "s[1].json") // a name with glob characters
+	left := filepath.Join(dir, ".s[1].json.tmp123456")
+	other := filepath.Join(dir, ".verify.json.tmp654321")
+	for _, f := range []string{left, other} {
+		if err := os.WriteFile(f, []byte(`{"half`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk := newFakeClock()
+	if _, err := Scrub(context.Background(), ScrubOptions{Targets: targets, Identity: "u", StatePath: state, Rate: 256 << 10,
+		Chunk: 64 << 10, Clock: clk, Deadline: clk.Now().Add(time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Errorf("the killed run's temporary file is still there: %v", err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("another state's temporary file was removed: %v", err)
+	}
+}

@@ -41,6 +41,33 @@ func lockScrubState(path string) (func(), error) {
 	return l.Unlock, nil
 }
 
+// removeStateTemps deletes the temporary files writeJSONAtomic leaves
+// next to path when its run is killed between the create and the rename
+// (kill -9 at a checkpoint). Only under path's lock: a run that holds it
+// is the only writer of path, so none of them is being written. What
+// cannot be removed stays: it is litter, not a fault.
+func removeStateTemps(path string) {
+	if path == "" {
+		return
+	}
+	temps, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "."+globEscape(filepath.Base(path))+".tmp*"))
+	for _, t := range temps {
+		os.Remove(t)
+	}
+}
+
+// globEscape quotes the characters filepath.Match gives a meaning.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
 // writeJSONAtomic writes v to path so that a reader (or a run killed midway)
 // sees either the old file or the new one, never a torn one: a temporary
 // file in the same directory, fsync, rename, fsync of the directory.

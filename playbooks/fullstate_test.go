@@ -246,3 +246,27 @@ func TestTheLogOnAFullDiskHoldsWholeLinesOnly(t *testing.T) {
 		t.Errorf("the event after a cut line does not start its own line: ...%q", b[max(0, len(b)-420):])
 	}
 }
+
+// A run killed between a checkpoint's create and its rename (kill -9)
+// leaves a .state-*.json; the next run's lock removes it, and nothing else.
+func TestTheLockRemovesTheTemporaryStateOfAKilledRun(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	left := filepath.Join(s.Dir, ".state-123456.json")
+	keep := filepath.Join(s.Dir, "log.jsonl")
+	for _, f := range []string{left, keep} {
+		if err := os.WriteFile(f, []byte("{"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := s.Lock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock()
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Errorf("the killed run's temporary state is still there: %v", err)
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Errorf("the lock removed %s: %v", keep, err)
+	}
+}

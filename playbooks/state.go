@@ -94,6 +94,12 @@ func (s Store) Lock() (*Lock, error) {
 	case err != nil:
 		return nil, fmt.Errorf("lock %s: %w", s.lockPath(), err)
 	}
+	// a run killed between a checkpoint's create and its rename left its
+	// temporary file; the lock's holder is the state's only writer
+	temps, _ := filepath.Glob(filepath.Join(s.Dir, ".state-*.json"))
+	for _, t := range temps {
+		os.Remove(t)
+	}
 	return l, nil
 }
 
