@@ -19,6 +19,28 @@ import (
 // other's checkpoints. The kernel drops the lock with its process (kill -9
 // too): there is never a stale lock to clear. "" (no state) locks nothing.
 func lockScrubState(path string) (func(), error) {
+	return lockState(path, func(lock string) error {
+		holder := ""
+		var st ScrubState
+		if found, _ := readJSON(path, &st); found && st.PID > 0 {
+			holder = fmt.Sprintf(" (pid %d, by the state file)", st.PID)
+		}
+		return fmt.Errorf("%w: it holds %s%s; wait for it to finish (it stops at its --budget or --until), or stop it: its checkpoint is kept", ErrScrubBusy, lock, holder)
+	})
+}
+
+// lockVerifyState is lockScrubState for verify-tables' resume state: two
+// runs on one --state would hash the same files twice, and the first to
+// finish would remove the other's state.
+func lockVerifyState(path string) (func(), error) {
+	return lockState(path, func(lock string) error {
+		return fmt.Errorf("%w: it holds %s; wait for it to finish, or give this run another --state", ErrVerifyBusy, lock)
+	})
+}
+
+// lockState takes an exclusive flock on path+".lock", or returns held's
+// error naming the lock when another run holds it; "" locks nothing.
+func lockState(path string, held func(lock string) error) (func(), error) {
 	if path == "" {
 		return func() {}, nil
 	}
@@ -29,12 +51,7 @@ func lockScrubState(path string) (func(), error) {
 	l, err := filelock.Exclusive(lock, 0o644)
 	switch {
 	case errors.Is(err, filelock.ErrHeld):
-		holder := ""
-		var st ScrubState
-		if found, _ := readJSON(path, &st); found && st.PID > 0 {
-			holder = fmt.Sprintf(" (pid %d, by the state file)", st.PID)
-		}
-		return nil, fmt.Errorf("%w: it holds %s%s; wait for it to finish (it stops at its --budget or --until), or stop it: its checkpoint is kept", ErrScrubBusy, lock, holder)
+		return nil, held(lock)
 	case err != nil:
 		return nil, fmt.Errorf("state %s: lock: %w (pass a writable --state FILE, or run as root for the default)", path, err)
 	}

@@ -143,6 +143,14 @@ func Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, error) {
 	if !anyTable(v.files, opts) {
 		return v.rep, fmt.Errorf("%w under %s (no .rtbw or .rtbz file, and no file the lists name): wrong directory, or the array is not mounted?", ErrNoTables, strings.Join(opts.Dirs, ", "))
 	}
+	if opts.Checksums != nil { // only then is there a state to share
+		unlock, err := lockVerifyState(opts.StatePath)
+		if err != nil {
+			return v.rep, err
+		}
+		defer unlock()
+		removeStateTemps(opts.StatePath)
+	}
 	if err := v.loadState(); err != nil {
 		return v.rep, err
 	}

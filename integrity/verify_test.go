@@ -355,3 +355,45 @@ func TestVerifyNoTableFile(t *testing.T) {
 		t.Fatalf("a table none of the list names: %v, nothing checked %v", err, rep.NothingChecked)
 	}
 }
+
+// Two verify-tables runs on one --state (a nightly run still hashing when
+// the next starts): the second is refused at once naming the lock, hashes
+// nothing and leaves the first one's state alone; once the first ends the
+// next runs, and a run killed mid-checkpoint leaves no temporary file for
+// good. Without --state there is nothing to share and no lock.
+func TestVerifyRefusesWhileAnotherRunHoldsTheState(t *testing.T) {
+	tables, lp := syntheticTables(t, 3, 64<<10)
+	cl, _ := ReadChecksumList(lp, "")
+	state := filepath.Join(t.TempDir(), "verify.state")
+	if err := os.WriteFile(state, []byte(`{"version":1,"files":{}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(state)
+	unlock, err := lockVerifyState(state) // the first run, at work
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hashed int64
+	_, err = Verify(context.Background(), VerifyOptions{Dirs: []string{tables}, Checksums: &cl, StatePath: state,
+		Progress: func(n int64) { hashed += n }})
+	if !errors.Is(err, ErrVerifyBusy) || !strings.Contains(err.Error(), state+".lock") {
+		t.Fatalf("a second run on a held state: %v; want ErrVerifyBusy naming the lock", err)
+	}
+	if after, _ := os.ReadFile(state); hashed != 0 || string(after) != string(before) {
+		t.Fatalf("the refused run hashed %d bytes or changed the state", hashed)
+	}
+	if rep, err := Verify(context.Background(), VerifyOptions{Dirs: []string{tables}, Checksums: &cl}); err != nil || rep.OK != 3 {
+		t.Fatalf("a run without --state beside it: %v, %d ok", err, rep.OK)
+	}
+	unlock()
+	left := filepath.Join(filepath.Dir(state), ".verify.state.tmp42")
+	if err := os.WriteFile(left, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := Verify(context.Background(), VerifyOptions{Dirs: []string{tables}, Checksums: &cl, StatePath: state}); err != nil || rep.OK != 3 {
+		t.Fatalf("after the first run ended: %v, %d ok", err, rep.OK)
+	}
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Errorf("a killed run's temporary state is still there: %v", err)
+	}
+}
