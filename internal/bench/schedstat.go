@@ -10,9 +10,9 @@ import (
 	"github.com/prometheus/procfs"
 )
 
-// ThreadCPU is what the kernel's scheduler says about one thread
-// (/proc/PID/task/TID/schedstat): how long it ran on a CPU and how long it
-// was runnable but waited for one.
+// ThreadCPU is what the kernel's scheduler says about threads
+// (/proc/PID/task/TID/schedstat), one or summed over several: how long
+// they ran on a CPU and how long they were runnable but waited for one.
 type ThreadCPU struct {
 	Run, Wait time.Duration
 }
