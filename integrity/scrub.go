@@ -243,10 +243,6 @@ var ErrStateNotWritten = errors.New("scrub state not written")
 // ErrScrubBusy is returned when another scrub holds the state file's lock.
 var ErrScrubBusy = errors.New("another tbhost integrity scrub is running on this state file")
 
-// ErrVerifyBusy is returned when another verify-tables holds the lock of
-// the same --state.
-var ErrVerifyBusy = errors.New("another tbhost integrity verify-tables is running on this state file")
-
 // ErrStateMismatch is returned when the state file belongs to another array.
 var ErrStateMismatch = errors.New("state file belongs to another array")
 

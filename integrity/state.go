@@ -67,22 +67,13 @@ func removeStateTemps(path string) {
 	if path == "" {
 		return
 	}
-	temps, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "."+globEscape(filepath.Base(path))+".tmp*"))
-	for _, t := range temps {
-		os.Remove(t)
-	}
-}
-
-// globEscape quotes the characters filepath.Match gives a meaning.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[\`, r) {
-			b.WriteByte('\\')
+	dir, prefix := filepath.Dir(path), "."+filepath.Base(path)+".tmp"
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), prefix) {
+			os.Remove(filepath.Join(dir, e.Name()))
 		}
-		b.WriteRune(r)
 	}
-	return b.String()
 }
 
 // writeJSONAtomic writes v to path so that a reader (or a run killed midway)

@@ -117,6 +117,10 @@ var ErrTooManyJobs = fmt.Errorf("more than %d parallel jobs", MaxJobs)
 // as prefix's commands say for the same directory (exit 3 in the CLI).
 var ErrNoTables = errors.New("no table file")
 
+// ErrVerifyBusy is returned when another verify-tables holds the lock of
+// the same --state.
+var ErrVerifyBusy = errors.New("another tbhost integrity verify-tables is running on this state file")
+
 // Verify checks the table files in opts.Dirs. Mismatches are reported, not
 // returned as errors; an error means Verify could not do its job. When ctx
 // is cancelled it saves its state and returns the partial report with

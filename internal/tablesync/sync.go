@@ -316,7 +316,7 @@ func (s *syncer) prepare() (func(), error) {
 	s.stopOrphans()
 	s.verifier = integrity.NewFileVerifier(integrity.VerifyOptions{Sizes: s.opts.Lists.Sizes, Trailers: s.opts.Lists.Trailers, Checksums: s.opts.Lists.Checksums})
 	s.cheap = integrity.NewFileVerifier(integrity.VerifyOptions{Sizes: s.opts.Lists.Sizes, Trailers: s.opts.Lists.Trailers})
-	return func() { lock.Unlock() }, nil
+	return lock.Unlock, nil
 }
 
 // checkDestination refuses a destination that is not an existing
