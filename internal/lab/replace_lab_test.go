@@ -71,8 +71,9 @@ wait_for() { # FILE PATTERN SECONDS
 var replaceBoot1 = []Step{
 	{Name: "build", StopOnFailure: true, Script: replaceCommon + `set -e
 args=""; for s in HDD1 HDD2 HDD3 HDD4 HDD5 HDD6; do args="$args --hdd $(lab_dev $s)"; done
-tbhost lvm plan $args --no-nvme --tables-fs ext4 -o $LAB_OUT/plan.yaml > $LAB_OUT/plan.txt
-tbhost lvm apply --yes --wait-sync --poll 2s $LAB_OUT/plan.yaml > $LAB_OUT/apply.txt 2>&1
+# a failure prints what the command said: the step's log is all a failed run keeps
+tbhost lvm plan $args --no-nvme --tables-fs ext4 -o $LAB_OUT/plan.yaml > $LAB_OUT/plan.txt 2>&1 || { rc=$?; cat $LAB_OUT/plan.txt; exit $rc; }
+tbhost lvm apply --yes --wait-sync --poll 2s $LAB_OUT/plan.yaml > $LAB_OUT/apply.txt 2>&1 || { rc=$?; cat $LAB_OUT/apply.txt; exit $rc; }
 mkdir -p /srv/syzygy; mount /dev/vg-hdd/tables /srv/syzygy
 mkdir /srv/syzygy/tables; cp /tables/* /srv/syzygy/tables/
 dd if=/dev/urandom of=/srv/syzygy/pattern.bin bs=1M count=48 2>/dev/null
