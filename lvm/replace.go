@@ -5,7 +5,7 @@ package lvm
 // three cases a member replacement is in, and builds the commands for that
 // case, with an estimate of each long step. replacerun.go runs them.
 //
-// What lvm2 2.03.16 allows (docs/lvm-replace.md, from its source at tag
+// What lvm2 2.03.16 allows (from its source at tag
 // v2_03_16): repair and replace with integrity still on, for an active LV
 // that is fully in sync; an inactive raid+integrity LV with a missing PV
 // cannot be activated in any mode until integrity is removed; integrity can

@@ -250,7 +250,11 @@ func (r *StatusReport) WriteText(w io.Writer) error {
 			fmt.Fprintf(w, "  sync %.2f%% (%s), raid mismatches %d\n", a.SyncPercent, a.SyncAction, a.RaidMismatches)
 		}
 		if a.Integrity != nil {
-			fmt.Fprintf(w, "  integrity %s, block size %d, mismatches %d\n", a.Integrity.Mode, a.Integrity.BlockSize, a.IntegrityMism)
+			mm := "unknown" // no readable count (an inactive LV): JSON says -1
+			if a.IntegrityMism >= 0 {
+				mm = fmt.Sprint(a.IntegrityMism)
+			}
+			fmt.Fprintf(w, "  integrity %s, block size %d, mismatches %s\n", a.Integrity.Mode, a.Integrity.BlockSize, mm)
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, img := range a.Images {

@@ -87,3 +87,21 @@ func TestStatusNoArrays(t *testing.T) {
 		t.Fatalf("a named LV that does not exist: want a lv-not-found problem, got %+v, %v", rep, err)
 	}
 }
+
+// An inactive array has no readable integrity counter (-1 in JSON): its
+// images said "mismatches unknown" and the array's own line "mismatches -1".
+func TestStatusTextUnknownIntegrityCount(t *testing.T) {
+	r := &StatusReport{Arrays: []ArrayStatus{{
+		VG: "vg-hdd", LV: "tables", Exists: true, SegType: "raid5", Stripes: 3, DataStripes: 2,
+		Attr: "rwi---r-p-", Health: "partial", SyncPercent: -1, RaidMismatches: -1, State: "problem",
+		Integrity: &Integrity{Enabled: true, Mode: "journal", BlockSize: 4096}, IntegrityMism: -1,
+		Images: []ImageStatus{{Name: "tables_rimage_0", SegType: "integrity", Devices: []string{"/dev/sda"}, IntegrityMismatches: -1}},
+	}}}
+	var b strings.Builder
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); strings.Contains(out, "mismatches -1") || !strings.Contains(out, "integrity journal, block size 4096, mismatches unknown") {
+		t.Errorf("an unreadable integrity counter in the text:\n%s", out)
+	}
+}

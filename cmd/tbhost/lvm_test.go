@@ -195,4 +195,12 @@ func TestLVMPlanExampleCapacityAndTimeline(t *testing.T) {
 	if code, _, _ := runTB(t, nil, "lvm", "plan", "--example", "--hdd-rate", "fast"); code != 2 {
 		t.Errorf("--hdd-rate fast: exit %d, want 2", code)
 	}
+	// --help said "(default 2h, health-check's) (default: 0s)", and 0s is refused
+	_, help, _ := runTB(t, nil, "lvm", "plan", "--help")
+	if !strings.Contains(help, "(default: 2h0m0s)") || strings.Contains(help, "(default: 0s)") {
+		t.Errorf("lvm plan --help: --scrub-budget's default is 2h:\n%s", help)
+	}
+	if code, _, _ := runTB(t, nil, "lvm", "plan", "--example", "--scrub-budget", "0s"); code != 2 {
+		t.Errorf("--scrub-budget 0s: exit %d, want 2", code)
+	}
 }

@@ -5,7 +5,18 @@ import (
 	"testing"
 
 	"github.com/tbhost/tbhost/internal/cliutil"
+	"github.com/tbhost/tbhost/playbooks"
 )
+
+// `tbhost playbook --help` names the built-in playbooks; it left migrate out.
+func TestPlaybookHelpNamesEveryBuiltin(t *testing.T) {
+	_, help, _ := runTB(t, nil, "playbook", "--help")
+	for _, name := range playbooks.EmbeddedNames() {
+		if !strings.Contains(help, name) {
+			t.Errorf("tbhost playbook --help does not name the built-in %s:\n%s", name, help)
+		}
+	}
+}
 
 // The embedded playbooks must validate against the real command tree: every
 // tbhost step names a command and flags this build has (a missing command

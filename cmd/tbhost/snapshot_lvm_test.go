@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tbhost/tbhost/internal/execx"
+	"github.com/tbhost/tbhost/internal/fixturetree"
 	"github.com/tbhost/tbhost/lvm"
 )
 
@@ -74,10 +75,12 @@ func TestInventorySnapshotSavesLVMReportsForReplay(t *testing.T) {
 	host := captured(t, "raid5-member-dropped")
 	lvs, _ := os.ReadFile(filepath.Join(host, "lvm", "lvs.json"))
 	pvs, _ := os.ReadFile(filepath.Join(host, "lvm", "pvs.json"))
+	vgs, _ := os.ReadFile(filepath.Join(host, "lvm", "vgs.json"))
 	os.RemoveAll(filepath.Join(host, "lvm")) // the host's lvm answers through the runner
 	rec := execx.NewRecorded().
 		On(execx.Reply{Stdout: string(lvs)}, lvm.LVsArgv()...).
-		On(execx.Reply{Stdout: string(pvs)}, lvm.PVsArgv()...)
+		On(execx.Reply{Stdout: string(pvs)}, lvm.PVsArgv()...).
+		On(execx.Reply{Stdout: string(vgs)}, lvm.VGsArgv()...)
 	snap := filepath.Join(t.TempDir(), "snap")
 	if code, _, stderr := runTB(t, rec, "--root", host, "inventory", "--snapshot", snap); code != 0 {
 		t.Fatalf("snapshot: exit %d %s", code, stderr)
@@ -95,5 +98,35 @@ func TestInventorySnapshotSavesLVMReportsForReplay(t *testing.T) {
 	code, _, stderr = runTB(t, noLVM{}, "--root", host, "inventory", "--snapshot", snap2)
 	if _, err := os.Stat(filepath.Join(snap2, "lvm")); code != 0 || err == nil || !strings.Contains(stderr, "no LVM report") {
 		t.Errorf("no lvm: exit %d, lvm/ %v\n%s", code, err, stderr)
+	}
+}
+
+// The README: plan another host from its snapshot, and under --root DIR
+// "lvm apply and lvm replace read DIR's reports". apply asks vgs too, and
+// the snapshot held only lvs.json and pvs.json: `--root SNAP lvm apply
+// --dry-run` of a blank host exited 3, "tbhost inventory --snapshot has
+// vgs.json", which it had not.
+func TestInventorySnapshotIsEnoughForApplyDryRun(t *testing.T) {
+	host := fixturetree.Dir(t, "../../internal/blockdev/testdata/lab-guest-real.tar.gz")
+	rec := execx.NewRecorded(). // a blank host: lvm answers, with no PV, VG or LV
+					On(execx.Reply{Stdout: `{"report":[{"lv":[]}]}`}, lvm.LVsArgv()...).
+					On(execx.Reply{Stdout: `{"report":[{"pv":[]}]}`}, lvm.PVsArgv()...).
+					On(execx.Reply{Stdout: `{"report":[{"vg":[]}]}`}, lvm.VGsArgv()...)
+	snap := filepath.Join(t.TempDir(), "snap")
+	if code, _, stderr := runTB(t, rec, "--root", host, "inventory", "--snapshot", snap); code != 0 {
+		t.Fatalf("snapshot: exit %d %s", code, stderr)
+	}
+	for _, name := range []string{"lvs.json", "pvs.json", "vgs.json"} {
+		if _, err := os.Stat(filepath.Join(snap, "lvm", name)); err != nil {
+			t.Errorf("the snapshot lacks lvm/%s: %v", name, err)
+		}
+	}
+	plan := filepath.Join(t.TempDir(), "plan.yaml")
+	if code, _, stderr := runTB(t, noLVM{}, "--root", snap, "lvm", "plan", "-o", plan); code != 0 {
+		t.Fatalf("plan from the snapshot: exit %d %s", code, stderr)
+	}
+	code, out, stderr := runTB(t, noLVM{}, "--root", snap, "lvm", "apply", "--dry-run", plan)
+	if code != 0 || !strings.Contains(out, "would-run lvm lvcreate") {
+		t.Errorf("apply --dry-run replayed from the snapshot: exit %d\n%s%s", code, out, stderr)
 	}
 }

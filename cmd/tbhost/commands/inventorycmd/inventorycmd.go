@@ -19,13 +19,14 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// saveLVMReports copies LVM's reports into DIR/lvm/lvs.json and pvs.json,
-// the layout monitor, lvm status and integrity status replay under
-// --root DIR (issue 18). Without lvm (or without root) the snapshot has
+// saveLVMReports copies LVM's reports into DIR/lvm/lvs.json, pvs.json and
+// vgs.json, the layout monitor, lvm status and integrity status replay under
+// --root DIR (issue 18), and lvm apply --dry-run and lvm replace --dry-run
+// too (they ask vgs as well). Without lvm (or without root) the snapshot has
 // none, and a note says what the replay will lack.
 func saveLVMReports(ctx context.Context, g *cliutil.Globals, dir string) {
 	reports := map[string][]byte{}
-	for name, argv := range map[string][]string{"lvs.json": lvm.LVsArgv(), "pvs.json": lvm.PVsArgv()} {
+	for name, argv := range map[string][]string{"lvs.json": lvm.LVsArgv(), "pvs.json": lvm.PVsArgv(), "vgs.json": lvm.VGsArgv()} {
 		res, err := g.LVMRunner().Run(ctx, argv...)
 		if err != nil {
 			fmt.Fprintf(g.Stderr, "note: the snapshot has no LVM report (%v): a replay shows no LVM health\n", err)
@@ -68,7 +69,7 @@ func Command() *cli.Command {
    signatures (run as root) and asks LVM (pvs) for PV membership.
 
    --snapshot DIR copies every file it read into DIR (plus the signatures and PVs it found,
-   and LVM's reports as DIR/lvm/lvs.json and pvs.json when lvm can be asked),
+   and LVM's reports as DIR/lvm/lvs.json, pvs.json and vgs.json when lvm can be asked),
    so that   tbhost --root DIR inventory,   tbhost --root DIR lvm plan   (and lvm status,
    integrity status, monitor topology)
    replay this machine anywhere: plan on your laptop, review, then apply on the host.

@@ -10,6 +10,7 @@ import (
 	"github.com/tbhost/tbhost/internal/blockdev"
 	"github.com/tbhost/tbhost/internal/cliutil"
 	"github.com/tbhost/tbhost/internal/sizes"
+	"github.com/tbhost/tbhost/internal/timeline"
 	"github.com/tbhost/tbhost/lvm"
 	"github.com/urfave/cli/v2"
 )
@@ -92,7 +93,7 @@ EXAMPLES:
 			&cli.StringFlag{Name: "integrity-rate", Usage: "TIMELINE: dm-integrity initialisation `RATE` per image (default 80MiB/s)"},
 			&cli.StringFlag{Name: "network-rate", Usage: "TIMELINE: copy `RATE` of the tables from the old host (default 112MiB/s, gigabit)"},
 			&cli.StringFlag{Name: "scrub-rate", Usage: "TIMELINE: integrity scrub's total read `RATE` (default 400MiB/s, health-check's)"},
-			&cli.DurationFlag{Name: "scrub-budget", Usage: "TIMELINE: the nightly scrub slice (default 2h, health-check's)"},
+			&cli.DurationFlag{Name: "scrub-budget", Value: timeline.DefaultScrubBudget, Usage: "TIMELINE: the nightly scrub slice (health-check's)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {

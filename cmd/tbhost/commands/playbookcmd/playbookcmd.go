@@ -27,7 +27,8 @@ func Command() *cli.Command {
 		Description: `A playbook is a reviewed, resumable, logged runbook: parameters and ordered steps,
    each a tbhost command (run as a subprocess of this binary) or an explicit argv, with
    skip checks for idempotent re-runs, preconditions, typed confirmations, timeouts and
-   retries. Built in: provision-host, pre-cutover, health-check, replace-disk (tbhost playbook list).
+   retries. Built in: provision-host, migrate, pre-cutover, health-check, replace-disk
+   (tbhost playbook list).
 
    tbhost playbook show provision-host                 what it does, its parameters
    tbhost playbook run --dry-run provision-host        every command it would run
