@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -137,36 +136,8 @@ func TestHelperWriteTextfile(t *testing.T) {
 func TestTextfileIsSyncedBeforeItsRename(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "tbhost.prom")
-	trace := string(stracetest.Trace(t, "openat,close,fsync,fdatasync,rename,renameat,renameat2", "TestHelperWriteTextfile", textfileHelperEnv+"="+path))
-	// descriptors are reused: follow the trace in order
-	var (
-		q       = regexp.QuoteMeta
-		openTmp = regexp.MustCompile(`openat\(AT_FDCWD, "` + q(dir) + `/\.tbhost\.prom\.tmp\d+", [^\n]*O_CREAT[^\n]*\)\s+= (\d+)`)
-		openDir = regexp.MustCompile(`openat\(AT_FDCWD, "` + q(dir) + `", [^\n]*\)\s+= (\d+)`)
-		fsync   = regexp.MustCompile(`f(?:data)?sync\((\d+)\)\s+= 0`)
-		rename  = regexp.MustCompile(`rename(?:at2?)?\([^\n]*\.tbhost\.prom\.tmp\d+"[^\n]*"` + q(path) + `"[^\n]*\)\s+= 0`)
-	)
-	var steps []string
-	tmpFD, dirFD := "", ""
-	for _, l := range strings.Split(trace, "\n") {
-		switch {
-		case openTmp.MatchString(l):
-			tmpFD = openTmp.FindStringSubmatch(l)[1]
-			steps = append(steps, "create")
-		case openDir.MatchString(l) && len(steps) > 0:
-			dirFD = openDir.FindStringSubmatch(l)[1]
-		case fsync.MatchString(l):
-			switch fd := fsync.FindStringSubmatch(l)[1]; {
-			case fd == tmpFD:
-				steps = append(steps, "fsync file")
-			case fd == dirFD:
-				steps = append(steps, "fsync directory")
-			}
-		case rename.MatchString(l):
-			steps = append(steps, "rename")
-			tmpFD = ""
-		}
-	}
+	trace := stracetest.Trace(t, stracetest.WriteCalls, "TestHelperWriteTextfile", textfileHelperEnv+"="+path)
+	steps := stracetest.WriteSteps(trace, path, `\.tbhost\.prom\.tmp\d+`)
 	if want := []string{"create", "fsync file", "rename", "fsync directory"}; !slices.Equal(steps, want) {
 		t.Errorf("textfile written with %v, want %v:\n%s", steps, want, trace)
 	}
