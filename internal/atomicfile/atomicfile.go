@@ -31,6 +31,13 @@ type Options struct {
 	// Perm, when not zero, is the new file's mode, set with chmod (the
 	// umask does not apply). Zero leaves os.CreateTemp's 0600.
 	Perm fs.FileMode
+	// NoReplace refuses to replace anything at path (a file, a directory,
+	// a symlink, even a dangling one): the temporary is hard-linked to
+	// path, which link(2) refuses if path appeared meanwhile (no window in
+	// which another file is silently replaced), then removed. An existing
+	// path is an error wrapping fs.ErrExist. On a file system without hard
+	// links the temporary is renamed, if path still does not exist.
+	NoReplace bool
 }
 
 // DefaultTemp is the temporary-name pattern WriteFile uses when
@@ -108,6 +115,8 @@ type file interface {
 type filesystem interface {
 	CreateTemp(dir, pattern string) (file, error)
 	Rename(oldpath, newpath string) error
+	Link(oldpath, newpath string) error
+	Lstat(name string) (fs.FileInfo, error)
 	Remove(name string) error
 	SyncDir(dir string) error
 }
@@ -116,6 +125,8 @@ type osFS struct{}
 
 func (osFS) CreateTemp(dir, pattern string) (file, error) { return os.CreateTemp(dir, pattern) }
 func (osFS) Rename(oldpath, newpath string) error         { return os.Rename(oldpath, newpath) }
+func (osFS) Link(oldpath, newpath string) error           { return os.Link(oldpath, newpath) }
+func (osFS) Lstat(name string) (fs.FileInfo, error)       { return os.Lstat(name) }
 func (osFS) Remove(name string) error                     { return os.Remove(name) }
 
 func (osFS) SyncDir(dir string) error {
@@ -166,9 +177,28 @@ func write(fsys filesystem, path string, data []byte, o Options) (err error) {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := fsys.Rename(tmp, path); err != nil {
+	if o.NoReplace {
+		if err := link(fsys, tmp, path); err != nil {
+			return err
+		}
+	} else if err := fsys.Rename(tmp, path); err != nil {
 		return err
 	}
 	renamed = true // nothing left to remove, whatever the directory's fsync says
 	return fsys.SyncDir(dir)
+}
+
+// link puts tmp at path unless something is there, and removes tmp.
+func link(fsys filesystem, tmp, path string) error {
+	err := fsys.Link(tmp, path)
+	switch {
+	case err == nil:
+		return fsys.Remove(tmp)
+	case errors.Is(err, fs.ErrExist):
+		return err
+	}
+	if _, lerr := fsys.Lstat(path); !errors.Is(lerr, fs.ErrNotExist) {
+		return err
+	}
+	return fsys.Rename(tmp, path) // a file system without hard links
 }

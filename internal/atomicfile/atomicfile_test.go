@@ -44,6 +44,18 @@ func (r *recFS) Rename(a, b string) error {
 	return r.osFS.Rename(a, b)
 }
 
+func (r *recFS) Link(a, b string) error {
+	if err := r.step("link"); err != nil {
+		return err
+	}
+	return r.osFS.Link(a, b)
+}
+
+func (r *recFS) Remove(name string) error {
+	r.steps = append(r.steps, "remove")
+	return r.osFS.Remove(name)
+}
+
 func (r *recFS) SyncDir(dir string) error {
 	if err := r.step("syncdir"); err != nil {
 		return err
@@ -242,5 +254,51 @@ func TestTempsAndRemoveTemps(t *testing.T) {
 	RemoveTemps(filepath.Join(dir, "state.json"), Options{Temp: ".state-*.json"})
 	if n := names(t, dir); slices.Contains(n, ".state-1.json") {
 		t.Errorf("pattern .state-*.json kept .state-1.json: %v", n)
+	}
+}
+
+// NoReplace links the synced temporary into place (and removes it); it
+// refuses anything already at the path, a dangling symlink too, leaving
+// it as it was and no temporary. Where link fails otherwise (a file
+// system without hard links) and the path is still free, it renames.
+func TestNoReplace(t *testing.T) {
+	dir := t.TempDir()
+	o := Options{NoReplace: true, Perm: 0o644}
+	path := filepath.Join(dir, "plan.yaml")
+	r := &recFS{}
+	if err := write(r, path, []byte("new"), o); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"create", "write", "sync", "close", "link", "remove", "syncdir"}; !slices.Equal(r.steps, want) {
+		t.Errorf("steps %v, want %v", r.steps, want)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "new" {
+		t.Errorf("%s holds %q", path, b)
+	}
+	if err := os.Symlink(filepath.Join(dir, "target"), filepath.Join(dir, "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"plan.yaml", "dangling"} {
+		err := WriteFile(filepath.Join(dir, name), []byte("other"), o)
+		if !errors.Is(err, fs.ErrExist) {
+			t.Errorf("over %s: %v, want fs.ErrExist", name, err)
+		}
+	}
+	if b, _ := os.ReadFile(path); string(b) != "new" {
+		t.Errorf("the refused write changed %s: %q", path, b)
+	}
+	if n := names(t, dir); !slices.Equal(n, []string{"dangling", "plan.yaml"}) {
+		t.Errorf("directory holds %v (the dangling link's target created, or a temporary left?)", n)
+	}
+	nolinks := filepath.Join(dir, "nolinks.yaml")
+	r = &recFS{fail: "link"}
+	if err := write(r, nolinks, []byte("new"), o); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"create", "write", "sync", "close", "link", "rename", "syncdir"}; !slices.Equal(r.steps, want) {
+		t.Errorf("without hard links: steps %v, want %v", r.steps, want)
+	}
+	if b, _ := os.ReadFile(nolinks); string(b) != "new" {
+		t.Errorf("%s holds %q", nolinks, b)
 	}
 }
