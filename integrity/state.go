@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tbhost/tbhost/internal/atomicfile"
 	"github.com/tbhost/tbhost/internal/filelock"
 	"github.com/tbhost/tbhost/internal/sysread"
 )
@@ -67,55 +68,23 @@ func removeStateTemps(path string) {
 	if path == "" {
 		return
 	}
-	dir, prefix := filepath.Dir(path), "."+filepath.Base(path)+".tmp"
-	ents, _ := os.ReadDir(dir)
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), prefix) {
-			os.Remove(filepath.Join(dir, e.Name()))
-		}
-	}
+	atomicfile.RemoveTemps(path, atomicfile.Options{})
 }
 
 // writeJSONAtomic writes v to path so that a reader (or a run killed midway)
 // sees either the old file or the new one, never a torn one: a temporary
-// file in the same directory, fsync, rename, fsync of the directory.
+// file (.<name>.tmp<digits>) in the same directory, fsync, rename, fsync of
+// the directory.
 func writeJSONAtomic(path string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("state %s: encode: %w", path, err)
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("state %s: %w", path, err)
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
+	if err := atomicfile.WriteFile(path, append(data, '\n'), atomicfile.Options{}); err != nil {
 		return fmt.Errorf("state %s: %w", path, err)
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(append(data, '\n')); err != nil {
-		return fmt.Errorf("state %s: write: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("state %s: fsync: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("state %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("state %s: %w", path, err)
-	}
-	ok = true
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }

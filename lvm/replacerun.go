@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tbhost/tbhost/internal/atomicfile"
 	"github.com/tbhost/tbhost/internal/blockdev"
 	"github.com/tbhost/tbhost/internal/clock"
 	"github.com/tbhost/tbhost/internal/execx"
@@ -756,6 +757,10 @@ func lockReplace(dir, vg, lv string) (func(), error) {
 	case err != nil:
 		return nil, fmt.Errorf("lock %s: %w", p, err)
 	}
+	// a replace killed between a checkpoint's create and its rename left
+	// its temporary; the lock's holder is this state's only writer (the
+	// .replace-*.json of earlier versions may be another array's: kept)
+	atomicfile.RemoveTemps(ReplaceStatePath(dir, vg, lv), atomicfile.Options{})
 	return l.Unlock, nil
 }
 
@@ -782,39 +787,16 @@ func loadReplaceState(path string) (*ReplaceState, error) {
 	return &st, nil
 }
 
-// saveReplaceState writes the state file atomically (temporary file in the
-// same directory, fsync, rename, directory fsync).
+// saveReplaceState writes the state file atomically and durably
+// (temporary file .<name>.tmp<digits> in the same directory, fsync,
+// rename, directory fsync).
 func saveReplaceState(path string, st *ReplaceState) error {
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode replace state: %w", err)
 	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, ".replace-*.json")
-	if err != nil {
+	if err := atomicfile.WriteFile(path, append(b, '\n'), atomicfile.Options{}); err != nil {
 		return fmt.Errorf("write replace state %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write replace state %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("sync replace state %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write replace state %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write replace state %s: %w", path, err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		serr := d.Sync()
-		d.Close()
-		if serr != nil {
-			return fmt.Errorf("sync %s: %w", dir, serr)
-		}
 	}
 	return nil
 }

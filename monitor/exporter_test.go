@@ -148,7 +148,7 @@ func TestTextfilePassesPromtool(t *testing.T) {
 	samples, _ := Collect(context.Background(), src, noSleep{}, 5*time.Second, 10)
 	r := Evaluate(topo.Arrays, samples, DefaultThresholds())
 	f := t.TempDir() + "/x.prom"
-	if err := r.WriteTextfile(f, 1e9); err != nil {
+	if err := r.WriteTextfile(context.Background(), f, 1e9); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := readFile(f)
@@ -215,7 +215,7 @@ func TestTextfileErrorsNameThePathAndTheFix(t *testing.T) {
 		{filepath.Join(dir, "missing", "x.prom"), "the directory " + filepath.Join(dir, "missing") + " does not exist"},
 		{dir, "it is a directory: give a file in it, e.g. " + filepath.Join(dir, "tbhost.prom")},
 	} {
-		err := r.WriteTextfile(c.path, 1)
+		err := r.WriteTextfile(context.Background(), c.path, 1)
 		if err == nil || !strings.HasPrefix(err.Error(), "write textfile "+c.path+": ") || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("WriteTextfile(%s): %v, want %q", c.path, err, c.want)
 		}
@@ -224,7 +224,7 @@ func TestTextfileErrorsNameThePathAndTheFix(t *testing.T) {
 		t.Errorf("the refused writes left %v in %s", ents[0].Name(), dir)
 	}
 	ok := filepath.Join(dir, "tbhost.prom")
-	if err := r.WriteTextfile(ok, 1); err != nil {
+	if err := r.WriteTextfile(context.Background(), ok, 1); err != nil {
 		t.Fatalf("a file in an existing directory: %v", err)
 	}
 }

@@ -1,12 +1,8 @@
 package monitor
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -299,28 +295,4 @@ func (r Report) Registry(now float64) *prometheus.Registry {
 		}
 	}
 	return reg
-}
-
-// WriteTextfile writes the report for node_exporter's textfile collector,
-// atomically (a temporary file in the same directory, then rename).
-func (r Report) WriteTextfile(path string, now float64) error {
-	// The library names its temporary file (path + random digits) in its
-	// errors and renames over a directory with "file exists": say what is
-	// wrong with the path the user gave instead.
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return fmt.Errorf("write textfile %s: it is a directory: give a file in it, e.g. %s", path, filepath.Join(path, "tbhost.prom"))
-	}
-	dir := filepath.Dir(path)
-	if fi, err := os.Stat(dir); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("write textfile %s: the directory %s does not exist: create it, or give the directory node_exporter's --collector.textfile.directory reads", path, dir)
-		}
-		return fmt.Errorf("write textfile %s: %w", path, err)
-	} else if !fi.IsDir() {
-		return fmt.Errorf("write textfile %s: %s is not a directory", path, dir)
-	}
-	if err := prometheus.WriteToTextfile(path, r.Registry(now)); err != nil {
-		return fmt.Errorf("write textfile %s: %w", path, err)
-	}
-	return nil
 }

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -301,7 +302,7 @@ func grepLines(s, sub string) string {
 func TestTextfileSlowMember(t *testing.T) {
 	r := checkTree(t, derived(t, "slow"), "vg-hdd/tables")
 	p := t.TempDir() + "/tbhost.prom"
-	if err := r.WriteTextfile(p, 1); err != nil {
+	if err := r.WriteTextfile(context.Background(), p, 1); err != nil {
 		t.Fatal(err)
 	}
 	b, err := readFile(p)

@@ -250,7 +250,18 @@ func TestTheLogOnAFullDiskHoldsWholeLinesOnly(t *testing.T) {
 // A run killed between a checkpoint's create and its rename (kill -9)
 // leaves a .state-*.json; the next run's lock removes it, and nothing else.
 func TestTheLockRemovesTheTemporaryStateOfAKilledRun(t *testing.T) {
-	s := Store{Dir: t.TempDir()}
+	for _, dir := range []string{"plain", "glob[a]*?"} {
+		t.Run(dir, func(t *testing.T) { theLockRemovesTheTemporaryStateOfAKilledRun(t, dir) })
+	}
+}
+
+// theLockRemovesTheTemporaryStateOfAKilledRun runs in a store directory
+// named dir: a name with glob characters is no pattern.
+func theLockRemovesTheTemporaryStateOfAKilledRun(t *testing.T, dir string) {
+	s := Store{Dir: filepath.Join(t.TempDir(), dir)}
+	if err := os.Mkdir(s.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	left := filepath.Join(s.Dir, ".state-123456.json")
 	keep := filepath.Join(s.Dir, "log.jsonl")
 	for _, f := range []string{left, keep} {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tbhost/tbhost/internal/atomicfile"
 	"github.com/tbhost/tbhost/internal/filelock"
 	"github.com/tbhost/tbhost/internal/jsonlines"
 	"github.com/tbhost/tbhost/internal/sysread"
@@ -96,10 +97,7 @@ func (s Store) Lock() (*Lock, error) {
 	}
 	// a run killed between a checkpoint's create and its rename left its
 	// temporary file; the lock's holder is the state's only writer
-	temps, _ := filepath.Glob(filepath.Join(s.Dir, ".state-*.json"))
-	for _, t := range temps {
-		os.Remove(t)
-	}
+	atomicfile.RemoveTemps(s.StatePath(), stateTemp())
 	return l, nil
 }
 
@@ -119,30 +117,18 @@ func (s Store) Load() (*State, error) {
 	return &st, nil
 }
 
-// Save writes the state file atomically (temporary file, fsync, rename).
+// stateTemp names Save's temporary file: .state-<digits>.json.
+func stateTemp() atomicfile.Options { return atomicfile.Options{Temp: ".state-*.json"} }
+
+// Save writes the state file atomically and durably (temporary file,
+// fsync, rename, fsync of the directory).
 func (s Store) Save(st *State) error {
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode state: %w", err)
 	}
-	tmp, err := os.CreateTemp(s.Dir, ".state-*.json")
-	if err != nil {
-		return fmt.Errorf("write state: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write state %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("sync state: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write state: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), s.StatePath()); err != nil {
-		return fmt.Errorf("write state: %w", err)
+	if err := atomicfile.WriteFile(s.StatePath(), append(b, '\n'), stateTemp()); err != nil {
+		return fmt.Errorf("write state %s: %w", s.StatePath(), err)
 	}
 	return nil
 }

@@ -1,15 +1,19 @@
 // Package filelock takes the advisory locks (flock) that keep two tbhost
 // runs on one store, state file or machine apart. A lock is held by an open
 // file and the kernel drops it with the process, kill -9 too: there is never
-// a stale lock to clear. Nothing waits: a lock another process holds is
-// ErrHeld at once, and the caller says who holds it and what to do.
+// a stale lock to clear. Exclusive and Shared do not wait: a lock another
+// process holds is ErrHeld at once, and the caller says who holds it and
+// what to do. Wait is for a lock every holder keeps only for a moment (while
+// it writes one small file): it tries again until its context is done.
 package filelock
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -47,6 +51,37 @@ func Shared(path string) (*Lock, error) {
 		return nil, err
 	}
 	return take(f, unix.LOCK_SH)
+}
+
+// Wait takes an exclusive lock on path (created with perm) like Exclusive,
+// but while another process holds it, it tries again every poll until ctx
+// is done; it then returns ErrHeld and ctx's error, both wrapped. The file
+// is opened read-only (flock(2) locks a file whatever its open mode), so a
+// lock file another user created (root's, 0644) does not refuse the lock
+// to a user who may read it.
+func Wait(ctx context.Context, path string, perm fs.FileMode, poll time.Duration) (*Lock, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, perm)
+	if err != nil {
+		return nil, err
+	}
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return &Lock{f: f}, nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w (%w)", path, ErrHeld, ctx.Err())
+		case <-t.C:
+		}
+	}
 }
 
 func take(f *os.File, how int) (*Lock, error) {

@@ -1,6 +1,7 @@
 package filelock
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -126,4 +127,52 @@ func umask() fs.FileMode {
 		return 0
 	}
 	return 0o777 &^ st.Mode().Perm()
+}
+
+// Wait takes a free lock at once, waits while another holder has it and
+// gets it once released, and gives up with ErrHeld and the context's error
+// when the context ends first. A lock file only readable to this user (as
+// root's 0644 one is to others) does not refuse it.
+func TestWait(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "lock")
+	l, err := Wait(ctx, path, 0o644, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if _, err := Wait(short, path, 0o644, time.Millisecond); !errors.Is(err, ErrHeld) || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("beside a holder that stays: %v, want ErrHeld and the deadline, naming %s", err, path)
+	}
+	got := make(chan error, 1)
+	go func() {
+		l2, err := Wait(ctx, path, 0o644, time.Millisecond)
+		if err == nil {
+			l2.Unlock()
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("took the lock while it was held: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	l.Unlock()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("after the holder let go: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("still waiting 10 s after the holder let go")
+	}
+	if err := os.Chmod(path, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	l, err = Wait(ctx, path, 0o644, time.Millisecond)
+	if err != nil {
+		t.Fatalf("a read-only lock file: %v", err)
+	}
+	l.Unlock()
 }

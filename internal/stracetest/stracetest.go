@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -41,4 +42,49 @@ func Trace(t testing.TB, calls, helper string, env ...string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// WriteCalls are the system calls WriteSteps needs in a trace.
+const WriteCalls = "openat,fsync,fdatasync,rename,renameat,renameat2"
+
+// WriteSteps follows a trace of WriteCalls through each write of path by
+// a temporary file in path's directory whose name matches the regular
+// expression temp, and returns its steps in order: "create", "fsync file"
+// (an fsync or fdatasync of the temporary), "rename" (onto path) and
+// "fsync directory" (of path's directory, after a create). A crash-safe
+// write is exactly create, fsync file, rename, fsync directory.
+func WriteSteps(trace []byte, path, temp string) []string {
+	q := regexp.QuoteMeta
+	dir := filepath.Dir(path)
+	var (
+		openTmp = regexp.MustCompile(`openat\(AT_FDCWD, "` + q(dir) + `/` + temp + `", [^\n]*O_CREAT[^\n]*\)\s+= (\d+)`)
+		openDir = regexp.MustCompile(`openat\(AT_FDCWD, "` + q(dir) + `/?", [^\n]*\)\s+= (\d+)`)
+		fsync   = regexp.MustCompile(`f(?:data)?sync\((\d+)\)\s+= 0`)
+		rename  = regexp.MustCompile(`rename(?:at2?)?\([^\n]*"` + q(dir) + `/` + temp + `"[^\n]*"` + q(path) + `"[^\n]*\)\s+= 0`)
+	)
+	var steps []string
+	tmpFD, dirFD := "", "" // descriptors are reused: follow the trace in order
+	for _, l := range strings.Split(string(trace), "\n") {
+		switch {
+		case openTmp.MatchString(l):
+			tmpFD = openTmp.FindStringSubmatch(l)[1]
+			steps = append(steps, "create")
+		case openDir.MatchString(l):
+			if len(steps) > 0 {
+				dirFD = openDir.FindStringSubmatch(l)[1]
+			}
+		case fsync.MatchString(l):
+			switch fd := fsync.FindStringSubmatch(l)[1]; {
+			case fd == tmpFD:
+				steps = append(steps, "fsync file")
+			case fd == dirFD:
+				steps = append(steps, "fsync directory")
+				dirFD = ""
+			}
+		case rename.MatchString(l):
+			steps = append(steps, "rename")
+			tmpFD = ""
+		}
+	}
+	return steps
 }

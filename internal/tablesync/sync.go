@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/tbhost/tbhost/integrity"
+	"github.com/tbhost/tbhost/internal/atomicfile"
 	"github.com/tbhost/tbhost/internal/capacity"
 	"github.com/tbhost/tbhost/internal/filelock"
 	"github.com/tbhost/tbhost/internal/sysread"
@@ -299,6 +300,10 @@ func (s *syncer) prepare() (func(), error) {
 	case err != nil:
 		return nil, fmt.Errorf("lock: %w", err)
 	}
+	// a run killed while it saved the state left its temporary; the
+	// lock's holder is the state's only writer
+	atomicfile.RemoveTemps(s.statePath, atomicfile.Options{})
+	os.Remove(s.statePath + ".tmp") // the one name tbhost before atomicfile used
 	s.st = state{Version: 1, Files: map[string]stateEntry{}}
 	b, err := sysread.StateFile(s.statePath, sysread.StateLimit)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -689,17 +694,7 @@ func (s *syncer) save(force bool) {
 	}
 	s.saved, s.dirty = time.Now(), false
 	b, _ := json.MarshalIndent(s.st, "", " ")
-	tmp := s.statePath + ".tmp"
-	err := os.WriteFile(tmp, b, 0o644)
-	if err == nil {
-		if f, ferr := os.Open(tmp); ferr == nil {
-			err = f.Sync()
-			f.Close()
-		}
-	}
-	if err == nil {
-		err = os.Rename(tmp, s.statePath)
-	}
+	err := atomicfile.WriteFile(s.statePath, b, atomicfile.Options{Perm: 0o644})
 	if err != nil && !s.saveFailed {
 		s.saveFailed = true
 		s.rep.Warnings = append(s.rep.Warnings, fmt.Sprintf("state %s not written (%v): a rerun verifies the files again", s.statePath, err))

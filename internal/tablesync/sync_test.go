@@ -215,3 +215,44 @@ func TestSyncDanglingSymlinkOnTheSource(t *testing.T) {
 		t.Errorf("a listing with an unreadable directory and dangling links: %v; want it stopped with rsync's error", err)
 	}
 }
+
+// A sync killed while it saved its state (kill -9 between the temporary's
+// create and its rename) left the temporary beside state.json; the next
+// sync, once it holds the lock, removes it. A sync refused by the lock
+// removes nothing: the temporary may be the running sync's.
+func TestSyncRemovesTheTemporaryStateOfAKilledRun(t *testing.T) {
+	set, _ := tablesync.ParseSet("3")
+	to := t.TempDir()
+	work := filepath.Join(to, ".tbhost-sync")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	temps := []string{".state.json.tmp2243892192", "state.json.tmp"} // this tbhost's, an older one's
+	for _, n := range append(temps, "keep.json") {
+		if err := os.WriteFile(filepath.Join(work, n), []byte("{"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held, err := filelock.Exclusive(filepath.Join(work, "lock"), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tablesync.Sync(context.Background(), tablesync.Options{From: t.TempDir(), To: to, Set: set}); err == nil {
+		t.Fatal("a sync beside a held lock ran")
+	}
+	for _, n := range temps {
+		if _, err := os.Stat(filepath.Join(work, n)); err != nil {
+			t.Errorf("the refused sync removed %s: %v", n, err)
+		}
+	}
+	held.Unlock()
+	tablesync.Sync(context.Background(), tablesync.Options{From: t.TempDir(), To: to, Set: set})
+	for _, n := range temps {
+		if _, err := os.Stat(filepath.Join(work, n)); !os.IsNotExist(err) {
+			t.Errorf("the next sync left %s: %v", n, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(work, "keep.json")); err != nil {
+		t.Errorf("the next sync removed a file that is no temporary of its state: %v", err)
+	}
+}

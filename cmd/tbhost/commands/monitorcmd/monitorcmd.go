@@ -192,7 +192,7 @@ func checkCommand() *cli.Command {
 			}
 			var textfileErr error
 			if f := c.String("textfile"); f != "" {
-				textfileErr = r.WriteTextfile(f, float64(time.Now().Unix()))
+				textfileErr = r.WriteTextfile(c.Context, f, float64(time.Now().Unix()))
 			}
 			if textfileErr != nil && r.Status == monitor.OK {
 				return nagios(c, textfileErr)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/tbhost/tbhost/internal/atomicfile"
 	"github.com/tbhost/tbhost/internal/cliutil"
 	"github.com/tbhost/tbhost/internal/sysread"
 	"github.com/tbhost/tbhost/playbooks"
@@ -207,33 +208,15 @@ func checkInstall(path, content string, force bool) (unchanged bool, err error) 
 
 // writeAtomic writes content to path (0644) without ever writing through a
 // symlink: a fresh temporary (O_EXCL, random name) in the same directory,
-// synced and renamed over path, then the directory synced.
+// synced and renamed over path, then the directory synced
+// (internal/atomicfile).
 func writeAtomic(path, content string) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tbhost-*")
-	if err != nil {
+	err := atomicfile.WriteFile(path, []byte(content), atomicfile.Options{Temp: "." + filepath.Base(path) + ".tbhost-*", Perm: 0o644})
+	switch {
+	case errors.Is(err, fs.ErrPermission):
 		return cliutil.CannotRun(fmt.Errorf("write %s: %w (run as root, or choose --dest)", path, err))
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename there is nothing to remove
-	_, werr := tmp.WriteString(content)
-	if werr == nil {
-		werr = tmp.Chmod(0o644)
-	}
-	if werr == nil {
-		werr = tmp.Sync()
-	}
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		return cliutil.CannotRun(fmt.Errorf("write %s: %w", tmp.Name(), werr))
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	case err != nil:
 		return cliutil.CannotRun(fmt.Errorf("install %s: %w", path, err))
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync() // the rename survives a crash
-		d.Close()
 	}
 	return nil
 }
