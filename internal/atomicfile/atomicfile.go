@@ -129,7 +129,26 @@ func (osFS) Link(oldpath, newpath string) error           { return os.Link(oldpa
 func (osFS) Lstat(name string) (fs.FileInfo, error)       { return os.Lstat(name) }
 func (osFS) Remove(name string) error                     { return os.Remove(name) }
 
-func (osFS) SyncDir(dir string) error {
+func (osFS) SyncDir(dir string) error { return SyncDir(dir) }
+
+// SyncFile fsyncs the file at path, for a file another program wrote (rsync)
+// that is about to be renamed into place and recorded: without it the
+// rename may reach the disk before the data.
+func SyncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("open %s for fsync: %w", path, err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", path, err)
+	}
+	return nil
+}
+
+// SyncDir fsyncs directory dir, so that a rename into it is on disk. A file
+// system that cannot fsync a directory is no error.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return fmt.Errorf("open directory %s for fsync: %w", dir, err)

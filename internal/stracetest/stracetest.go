@@ -19,13 +19,28 @@ import (
 // fails or did not run.
 func Trace(t testing.TB, calls, helper string, env ...string) []byte {
 	t.Helper()
+	return trace(t, nil, calls, helper, env)
+}
+
+// TraceWithPaths is Trace with strace's -y: every descriptor in the trace
+// is followed by its path, "fsync(5</dir/file>)", so that a test need not
+// follow descriptors through threads and child processes, which strace -f
+// names by thread id.
+func TraceWithPaths(t testing.TB, calls, helper string, env ...string) []byte {
+	t.Helper()
+	return trace(t, []string{"-y"}, calls, helper, env)
+}
+
+func trace(t testing.TB, flags []string, calls, helper string, env []string) []byte {
+	t.Helper()
 	strace, err := exec.LookPath("strace")
 	if err != nil {
 		t.Skip("strace not installed (Debian package strace; .ci/install-deps installs it); skipping the system-call check")
 	}
 	trace := filepath.Join(t.TempDir(), "trace")
-	cmd := exec.Command(strace, "-f", "-qq", "-e", "trace="+calls, "-o", trace,
+	args := append(append([]string{"-f", "-qq"}, flags...), "-e", "trace="+calls, "-o", trace,
 		os.Args[0], "-test.run=^"+helper+"$", "-test.count=1", "-test.v")
+	cmd := exec.Command(strace, args...)
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {

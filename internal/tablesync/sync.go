@@ -638,7 +638,17 @@ func (s *syncer) land(ctx context.Context, f SourceFile) error {
 		if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 			return err
 		}
+		// on disk before it is in place and recorded as verified: rsync
+		// does not fsync, and a power loss after the rename and the state's
+		// save could otherwise leave an empty or zero-filled file that the
+		// state vouches for (same size and mtime)
+		if err := atomicfile.SyncFile(in); err != nil {
+			return fmt.Errorf("writing verified %s to disk before moving it into place (a full destination: make room, then rerun): %w", f.Rel, err)
+		}
 		if err := os.Rename(in, dest); err != nil {
+			return fmt.Errorf("moving verified %s into place: %w", f.Rel, err)
+		}
+		if err := atomicfile.SyncDir(filepath.Dir(dest)); err != nil {
 			return fmt.Errorf("moving verified %s into place: %w", f.Rel, err)
 		}
 		st, err := os.Stat(dest)
