@@ -456,9 +456,13 @@ func AssessArray(all []LV, top LV) ArrayHealth {
 		}
 		if lostDisk(all, img) {
 			ih.Missing = true
+			state := "the array runs degraded"
+			if !top.Active() { // missing at boot: nothing runs, the tables are offline
+				state = "the array is not active"
+			}
 			ih.Findings = append(ih.Findings, Finding{Code: CodeImageMissing, Severity: Critical,
 				LV: img.FullName(), Image: img.Name, Disks: ih.Disks, Field: "devices", Value: "[unknown]",
-				Text:   fmt.Sprintf("%s has lost its disk (lvs shows its PV as [unknown]): the array runs degraded; replace the disk: %s", img.Name, ReplaceAdvice(name)),
+				Text:   fmt.Sprintf("%s has lost its disk (lvs shows its PV as [unknown]): %s; replace the disk: %s", img.Name, state, ReplaceAdvice(name)),
 				Advice: ReplaceAdvice(name)})
 		}
 		if len(ih.Disks) > 1 {

@@ -35,6 +35,10 @@ func TestHealthMissingAtBootAdvisesReplace(t *testing.T) {
 	if rep.OK || !strings.Contains(textOf(t, rep), "tbhost lvm replace --dry-run vg-hdd/tables --old missing") {
 		t.Errorf("lvm status:\n%s", textOf(t, rep))
 	}
+	// Not activated at boot: nothing runs degraded, the tables are offline.
+	if strings.Contains(textOf(t, rep), "runs degraded") {
+		t.Errorf("lvm status says an inactive array runs degraded:\n%s", textOf(t, rep))
+	}
 	if strings.Contains(textOf(t, rep), "lvchange -ay vg-hdd/tables)") {
 		t.Errorf("lvm status advises an activation lvm2 refuses:\n%s", textOf(t, rep))
 	}
@@ -50,8 +54,8 @@ func TestHealthVanishedAdvisesReplace(t *testing.T) {
 		t.Error("an active array is not missing at boot")
 	}
 	for _, f := range h.All() {
-		if f.Code == CodeImageMissing && !strings.Contains(f.Advice, "tbhost lvm replace") {
-			t.Errorf("image-missing advice %q", f.Advice)
+		if f.Code == CodeImageMissing && (!strings.Contains(f.Advice, "tbhost lvm replace") || !strings.Contains(f.Text, "runs degraded")) {
+			t.Errorf("image-missing: %q, advice %q", f.Text, f.Advice)
 		}
 	}
 }

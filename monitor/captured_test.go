@@ -125,6 +125,9 @@ func TestCapturedMissingMemberAtBoot(t *testing.T) {
 			t.Errorf("no %q in\n%s", want, text)
 		}
 	}
+	if strings.Contains(text, "runs degraded") { // inactive: nothing runs
+		t.Errorf("an array not activated at boot said to run degraded:\n%s", text)
+	}
 }
 
 // HDD3 dropped while the array ran under load: active, degraded, readable.

@@ -373,7 +373,11 @@ func lvHealth(name string, lv lvm.LV, fs []lvm.Finding) []Problem {
 	said := map[lvm.Code]bool{}
 	for _, f := range fs {
 		if f.Code == lvm.CodeRAIDDegraded {
-			add(f, fmt.Sprintf("%s: partial: a PV is missing (lv_attr %s); the array runs degraded", name, lv.Attr))
+			state := "the array runs degraded"
+			if !lv.Active() { // missing at boot: nothing runs (the not-active finding says what to do)
+				state = "the array is not active"
+			}
+			add(f, fmt.Sprintf("%s: partial: a PV is missing (lv_attr %s); %s", name, lv.Attr, state))
 			said[f.Code] = true
 			break
 		}

@@ -60,7 +60,11 @@ var fromRepo = []shipped{
 }
 
 // docs are compressed into /usr/share/doc/tbhost (Debian policy 12.3).
-var docs = []string{"README.md", "docs/lvm.md", "docs/prefix.md", "docs/monitor.md", "docs/integrity.md", "docs/playbooks.md", "docs/bench.md", "docs/lab.md", "docs/packaging.md"}
+// Each command group's guide (docs/GROUP.md, or docs/GROUPs.md) is one of
+// them (TestEveryCommandGroupsGuideShips); the developers' docs
+// (performance, fuzzing) and the guide of contrib/ansible, which the package
+// does not ship, are not.
+var docs = []string{"README.md", "docs/lvm.md", "docs/prefix.md", "docs/monitor.md", "docs/integrity.md", "docs/tables.md", "docs/playbooks.md", "docs/bench.md", "docs/lab.md", "docs/packaging.md"}
 
 // HealthCheckSchedule is the timer the package ships: the same units
 // `tbhost playbook schedule health-check` prints, for /usr/bin/tbhost.

@@ -3,6 +3,8 @@ package pkgbuild
 import (
 	"bytes"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -42,6 +44,31 @@ func TestManPagesPerGroup(t *testing.T) {
 				t.Errorf("tbhost-%s(8) does not name subcommand %s", c.Name, s.Name)
 			}
 		}
+	}
+}
+
+// The guide of every command group the binary has (docs/tables.md for
+// tables sync, docs/playbooks.md for playbook) is in /usr/share/doc/tbhost:
+// the installed README and man pages point at them.
+func TestEveryCommandGroupsGuideShips(t *testing.T) {
+	app := tbhostapp.New(&cliutil.Env{}, tbhostapp.Build{})
+	found := 0
+	for _, c := range app.Commands {
+		if c.Hidden || c.Name == "help" {
+			continue
+		}
+		for _, name := range []string{"docs/" + c.Name + ".md", "docs/" + c.Name + "s.md"} {
+			if _, err := os.Stat(filepath.Join("..", "..", name)); err != nil {
+				continue
+			}
+			found++
+			if !slices.Contains(docs, name) {
+				t.Errorf("%s (the guide of tbhost %s) is not among the package's docs", name, c.Name)
+			}
+		}
+	}
+	if found < 5 {
+		t.Fatalf("found only %d command-group guides under docs/: wrong directory?", found)
 	}
 }
 

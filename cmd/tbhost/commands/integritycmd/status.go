@@ -94,12 +94,18 @@ func printStatus(w io.Writer, arrays []integrity.ArrayStatus) error {
 		if health == "" {
 			health = "healthy"
 		}
-		sync := a.SyncAction
+		// An inactive LV has no sync state and no readable counter (JSON:
+		// "" and -1): the text says unknown, as lvm status does.
+		sync := orUnknown(a.SyncAction)
 		if a.SyncPercent >= 0 {
-			sync = fmt.Sprintf("%s %.2f%%", a.SyncAction, a.SyncPercent)
+			sync = fmt.Sprintf("%s %.2f%%", sync, a.SyncPercent)
 		}
-		fmt.Fprintf(w, "%s %s: %s, %s, %d images; integrity %s, %d-byte blocks; %s; sync %s; raid_mismatch_count %d\n",
-			verdict, a.LV, a.SegType, sizes.Format(a.Size), len(a.Images), orDash(a.IntegrityMode), a.IntegrityBlockSize, health, sync, a.RaidMismatchCount)
+		raidMM := "unknown"
+		if a.RaidMismatchCount >= 0 {
+			raidMM = fmt.Sprint(a.RaidMismatchCount)
+		}
+		fmt.Fprintf(w, "%s %s: %s, %s, %d images; integrity %s, %d-byte blocks; %s; sync %s; raid_mismatch_count %s\n",
+			verdict, a.LV, a.SegType, sizes.Format(a.Size), len(a.Images), orDash(a.IntegrityMode), a.IntegrityBlockSize, health, sync, raidMM)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  IMAGE\tDISK\tDM\tMISMATCHES\tHEALTH")
 		for _, img := range a.Images {
@@ -126,6 +132,13 @@ func printStatus(w io.Writer, arrays []integrity.ArrayStatus) error {
 		}
 	}
 	return nil
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
 }
 
 func orDash(s string) string {
