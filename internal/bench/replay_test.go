@@ -114,6 +114,12 @@ func TestReplayReportsFailuresAndTimeouts(t *testing.T) {
 	if !rep.Failed() {
 		t.Error("report with 500s does not count as failed")
 	}
+	// failures in the warm-up only: not measured, but the run failed
+	// (exit 1, docs/bench.md); it exited 0
+	warmOnly := Report{Runs: []Run{{Requests: 800, Warmup: 200, WarmupFailures: 3}}}
+	if !warmOnly.Failed() {
+		t.Error("a report whose only failures are in the warm-up does not count as failed")
+	}
 	// the hanging target: every request times out, and says so
 	rep2, err := RunReplay(context.Background(), ReplayOptions{
 		Paths: paths[:6], Targets: []string{hang.URL}, Clients: 3, Warmup: Warmup{N: 1},

@@ -128,10 +128,12 @@ type Report struct {
 	Gates []GateResult `json:"gates,omitempty"`
 }
 
-// Failed reports whether any run had failures or stopped early.
+// Failed reports whether any run had failures, in its warm-up too, or
+// stopped early: a warm-up request is not measured, but a target that
+// fails it fails (docs/bench.md).
 func (r *Report) Failed() bool {
 	for _, run := range r.Runs {
-		if run.Failures > 0 || run.StoppedEarly != "" {
+		if run.Failures > 0 || run.WarmupFailures > 0 || run.StoppedEarly != "" {
 			return true
 		}
 	}
