@@ -170,7 +170,7 @@ func Parse(file string, src []byte) (*Playbook, error) {
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(src, &root); err != nil {
-		return nil, syntaxError(file, err)
+		return nil, syntaxError(file, src, err)
 	}
 	d := &decoder{file: file}
 	pb := &Playbook{File: file, Source: src}
@@ -210,18 +210,46 @@ func firstInvalidUTF8(src []byte) (at Pos, b byte, bad bool) {
 }
 
 // syntaxError turns a yaml.v3 syntax error ("yaml: line 4: ...") into
-// file:line: message. yaml.v3 reports no column for syntax errors.
-func syntaxError(file string, err error) error {
+// file:line: message. yaml.v3 reports no column for syntax errors. A tab
+// in an indentation, the commonest of them in a hand-edited file, is
+// reported by yaml.v3 on the line before the tab's (the block it was
+// reading); it is named at its own line and column instead.
+func syntaxError(file string, src []byte, err error) error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 0
+	at := Pos{}
 	if rest, ok := strings.CutPrefix(msg, "line "); ok {
 		if i := strings.Index(rest, ":"); i > 0 {
 			if n, convErr := strconv.Atoi(rest[:i]); convErr == nil {
-				line, msg = n, strings.TrimSpace(rest[i+1:])
+				at.Line, msg = n, strings.TrimSpace(rest[i+1:])
 			}
 		}
 	}
-	return &ErrorList{{File: file, Pos: Pos{Line: line}, Msg: "YAML syntax: " + msg}}
+	if strings.Contains(msg, "tab character") {
+		if tab, ok := firstIndentTab(src, at.Line); ok {
+			at = tab
+			msg += " (indent with spaces, never tabs)"
+		}
+	}
+	return &ErrorList{{File: file, Pos: at, Msg: "YAML syntax: " + msg}}
+}
+
+// firstIndentTab finds the first tab in the indentation (the leading
+// blanks) of a line of src at or after line from, with its line and column.
+func firstIndentTab(src []byte, from int) (Pos, bool) {
+	for i, l := range strings.Split(string(src), "\n") {
+		if i+1 < from {
+			continue
+		}
+		for col, c := range l {
+			if c == '\t' {
+				return Pos{Line: i + 1, Column: col + 1}, true
+			}
+			if c != ' ' {
+				break
+			}
+		}
+	}
+	return Pos{}, false
 }
 
 type decoder struct {

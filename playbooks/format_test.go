@@ -81,6 +81,20 @@ func TestParseSyntaxErrorHasLine(t *testing.T) {
 	}
 }
 
+// A tab in an indentation: yaml.v3 says the line before (the block it
+// was reading) with no column; Parse names the tab's own line and column.
+func TestParseTabIndentHasItsLineAndColumn(t *testing.T) {
+	_, err := Parse("tab.yaml", []byte("name: x\ndescription: y\nsteps:\n  - name: a\n  \tshell: \"true\"\n"))
+	if err == nil || !strings.HasPrefix(err.Error(), "tab.yaml:5:3: YAML syntax:") || !strings.Contains(err.Error(), "never tabs") {
+		t.Fatalf("got %v, want tab.yaml:5:3: YAML syntax: ... never tabs", err)
+	}
+	// a tab inside a value is no indentation: yaml.v3's own report stands
+	_, err = Parse("ok.yaml", []byte("name: x\ndescription: \"a\tb\"\nsteps:\n  - name: a\n    shell: [\"true\"]\n"))
+	if err != nil {
+		t.Fatalf("a tab inside a quoted value: %v", err)
+	}
+}
+
 // yaml.v3 says "invalid trailing UTF-8 octet" with no line; Parse names
 // the line, the column and the byte, and how to convert the file.
 func TestParseNonUTF8NamesLineAndColumn(t *testing.T) {
