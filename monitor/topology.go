@@ -258,6 +258,7 @@ func normalizeName(n string) string {
 
 func lvmArrays(root string, sb *SysBlock, all []lvm.LV, pvs []lvm.PV) []Array {
 	var out []Array
+	onPV := extentDisks(sb, all)
 	for _, lv := range all {
 		if lv.Hidden || !strings.HasPrefix(lv.SegType(), "raid") {
 			continue
@@ -316,7 +317,7 @@ func lvmArrays(root string, sb *SysBlock, all []lvm.LV, pvs []lvm.PV) []Array {
 				continue
 			}
 			k := pvKernelName(sb, pv.Name)
-			if _, used := byDisk[k]; used || pv.PEAlloc > 0 {
+			if _, used := byDisk[k]; used || pvAllocated(pv, k, sb, onPV, missingImage(a)) {
 				continue // an image of this array, or holds another LV
 			}
 			byDisk[k] = len(a.Members)
@@ -463,6 +464,51 @@ func arrayNames(as []Array) []string {
 		out = append(out, a.Name)
 	}
 	return out
+}
+
+// extentDisks are the kernel names of the PVs that the devices columns of
+// the lvs report place extents on (any LV, any VG).
+func extentDisks(sb *SysBlock, all []lvm.LV) map[string]bool {
+	out := map[string]bool{}
+	for _, l := range all {
+		for _, s := range l.Segments {
+			for _, e := range s.Devices {
+				if e.IsDevice() {
+					out[pvKernelName(sb, e.Name)] = true
+				}
+			}
+		}
+	}
+	return out
+}
+
+// missingImage reports whether one of a's images has no disk.
+func missingImage(a Array) bool {
+	for _, m := range a.Members {
+		if m.Missing {
+			return true
+		}
+	}
+	return false
+}
+
+// pvAllocated reports whether pv (kernel name k) holds extents. pvs's
+// pv_pe_alloc_count says so when the report has it (lvm always gives it
+// live); an old-style or recorded report without it (PEAlloc -1) is not
+// read as "none": the PV holds extents when the lvs report places any on
+// it (onPV, from extentDisks), or when its disk is gone from /sys/block
+// while an image of the array has no disk (lvs says [unknown] where pvs
+// still names the PV by path): that disk is the missing image's, not an
+// unused one, and must not be listed a second time.
+func pvAllocated(pv lvm.PV, k string, sb *SysBlock, onPV map[string]bool, arrayMissesImage bool) bool {
+	if pv.PEAlloc >= 0 {
+		return pv.PEAlloc > 0
+	}
+	if onPV[k] {
+		return true
+	}
+	_, present := sb.Devs[k]
+	return !present && arrayMissesImage
 }
 
 // pvKernelName maps a PV path (/dev/sda, /dev/sda1, /dev/mapper/x) to a kernel name.
