@@ -880,8 +880,9 @@ func (r *run) onFailure(ctx context.Context, i int, s Step) string {
 // finishNotice tells the user, when the first interrupt arrives while a
 // step marked on_interrupt: finish runs, that it will complete first.
 func (r *run) finishNotice(ctx context.Context, i int) (stop func()) {
-	done := make(chan struct{})
+	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(exited)
 		select {
 		case <-ctx.Done():
 			fmt.Fprintf(r.out, "==> [%d/%d] %s: interrupted: this step finishes first (cutting it in half could leave a half-made result); the run stops after it. Interrupt again to kill it now.\n",
@@ -890,7 +891,10 @@ func (r *run) finishNotice(ctx context.Context, i int) (stop func()) {
 		case <-done:
 		}
 	}()
-	return func() { close(done) }
+	// stop returns once the notice is out or will never be: the event
+	// goes to the run's log, which only one goroutine writes at a time
+	// (an interrupt just as the step ended wrote it beside the step's own)
+	return func() { close(done); <-exited }
 }
 
 // startLoad starts the step's background load, if any; the returned func

@@ -295,8 +295,9 @@ func reportProgress(load Load, done *atomic.Int64) (stop func()) {
 	if load.Progress == nil {
 		return func() {}
 	}
-	quit := make(chan struct{})
+	quit, exited := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(exited)
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
 		for {
@@ -308,7 +309,9 @@ func reportProgress(load Load, done *atomic.Int64) (stop func()) {
 			}
 		}
 	}()
-	return func() { close(quit) }
+	// stop returns once no Progress call can follow: the caller's bar is
+	// finished right after, and a late call would draw it again
+	return func() { close(quit); <-exited }
 }
 
 func newClientStats(clients int) []*clientStats {
