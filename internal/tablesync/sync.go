@@ -643,7 +643,11 @@ func (s *syncer) land(ctx context.Context, f SourceFile) error {
 		// save could otherwise leave an empty or zero-filled file that the
 		// state vouches for (same size and mtime)
 		if err := atomicfile.SyncFile(in); err != nil {
-			return fmt.Errorf("writing verified %s to disk before moving it into place (a full destination: make room, then rerun): %w", f.Rel, err)
+			fix := "the disk under it failed a write: see dmesg"
+			if errors.Is(err, syscall.ENOSPC) {
+				fix = "the destination is full: make room on its file system, then rerun tbhost tables sync (verified files stay)"
+			}
+			return fmt.Errorf("writing verified %s to disk before moving it into place (%s): %w", f.Rel, fix, err)
 		}
 		if err := os.Rename(in, dest); err != nil {
 			return fmt.Errorf("moving verified %s into place: %w", f.Rel, err)
