@@ -67,30 +67,38 @@ func Wait(ctx context.Context, path string, perm fs.FileMode, poll time.Duration
 	t := time.NewTicker(poll)
 	defer t.Stop()
 	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			return &Lock{f: f}, nil
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
+		err := try(f, unix.LOCK_EX)
+		if !errors.Is(err, ErrHeld) {
+			return lockOrClose(f, err)
 		}
 		select {
 		case <-ctx.Done():
 			f.Close()
-			return nil, fmt.Errorf("lock %s: %w (%w)", path, ErrHeld, ctx.Err())
+			return nil, fmt.Errorf("%w (%w)", err, ctx.Err())
 		case <-t.C:
 		}
 	}
 }
 
-func take(f *os.File, how int) (*Lock, error) {
+func take(f *os.File, how int) (*Lock, error) { return lockOrClose(f, try(f, how)) }
+
+// try flocks f without waiting: ErrHeld (wrapped, with f's name) while
+// another process holds it.
+func try(f *os.File, how int) error {
 	if err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB); err != nil {
-		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("lock %s: %w", f.Name(), ErrHeld)
+			return fmt.Errorf("lock %s: %w", f.Name(), ErrHeld)
 		}
-		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
+		return fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	return nil
+}
+
+// lockOrClose is f's Lock when err is nil; otherwise f is closed.
+func lockOrClose(f *os.File, err error) (*Lock, error) {
+	if err != nil {
+		f.Close()
+		return nil, err
 	}
 	return &Lock{f: f}, nil
 }
