@@ -13,6 +13,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/tbhost/tbhost/internal/atomicfile"
 	"github.com/tbhost/tbhost/internal/jsonlines"
 	"github.com/tbhost/tbhost/internal/sysread"
 )
@@ -171,46 +172,19 @@ func writeManifest(store string, m Manifest) error {
 	return writeFileAtomic(store, ManifestName, buf.Bytes())
 }
 
-// writeFileAtomic writes data to dir/name through a temporary file, fsync,
-// rename and a directory fsync.
+// writeFileAtomic writes data to dir/name through a temporary file
+// (.<name>.<digits>.tmp, which extract removes and verify names as a
+// leftover, as it does a prefix's), fsync, rename and a directory fsync.
 func writeFileAtomic(dir, name string, data []byte) error {
-	tmp := filepath.Join(dir, "."+name+".tmp")
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, name), data, atomicfile.Options{Temp: "." + name + ".*.tmp", Perm: 0o644}); err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("fsync %s: %w", name, err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("close %s: %w", name, err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("rename %s into place: %w", name, err)
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open directory for fsync: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
 	}
 	return nil
 }
+
+// syncDir fsyncs the store's directory, so that the renames into it are on
+// disk before the manifest records them.
+func syncDir(dir string) error { return atomicfile.SyncDir(dir) }
 
 func mtimeNS(fi fs.FileInfo) int64 { return fi.ModTime().UnixNano() }
 
