@@ -7,6 +7,9 @@ package smallfs
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -23,8 +26,37 @@ func Mount(t *testing.T, size, what string) string {
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tbhost-smallfs-test", dir).CombinedOutput(); err != nil {
 		t.Skipf("SKIP: cannot mount a tmpfs: %v %s", err, out)
 	}
-	t.Cleanup(func() { exec.Command("umount", dir).Run() })
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s at the end of the test: %v %s; still open under it: %v", dir, err, out, holders(dir))
+		}
+	})
 	return dir
+}
+
+// holders lists the processes with their working directory or an open
+// file under dir ("pid comm"): what keeps a busy tmpfs mounted.
+func holders(dir string) []string {
+	var found []string
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		if _, err := strconv.Atoi(p.Name()); err != nil {
+			continue
+		}
+		links := []string{filepath.Join("/proc", p.Name(), "cwd")}
+		fds, _ := os.ReadDir(filepath.Join("/proc", p.Name(), "fd"))
+		for _, fd := range fds {
+			links = append(links, filepath.Join("/proc", p.Name(), "fd", fd.Name()))
+		}
+		for _, l := range links {
+			if to, err := os.Readlink(l); err == nil && (to == dir || strings.HasPrefix(to, dir+"/")) {
+				comm, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "comm"))
+				found = append(found, p.Name()+" "+strings.TrimSpace(string(comm)))
+				break
+			}
+		}
+	}
+	return found
 }
 
 // Resize gives the tmpfs mounted on dir a new size: room again after it

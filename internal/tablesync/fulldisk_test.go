@@ -105,3 +105,42 @@ func TestSyncFromADirectoryOntoAFullDestinationEndsWithRsync(t *testing.T) {
 		t.Errorf("the sync took %v after rsync stopped on the full disk (%d landed): it waited for files rsync never wrote", took.Round(time.Second), rep.Landed)
 	}
 }
+
+// On the full disk rsync exits without waiting for the receiver it forked
+// for a local SRC, and that receiver may still hold a file in incoming/
+// open as it exits (the clean-clone CI once met the busy tmpfs when the
+// test unmounted it). The sync returns only once rsync's whole process
+// group is gone. A stand-in rsync fails the copy the same way: its forked
+// child, detached from the pipes tbhost reads, holds a file open under
+// the destination for a second and marks when it is done.
+func TestSyncReturnsOnlyOnceRsyncsForkedReceiverIsGone(t *testing.T) {
+	h := rsyncd.NewOldHost(t)
+	to := t.TempDir()
+	mark := filepath.Join(t.TempDir(), "receiver-done")
+	fake := filepath.Join(t.TempDir(), "rsync")
+	script := `#!/bin/sh
+case "$*" in
+*--files-from=*)
+	for last; do :; done
+	( exec >/dev/null 2>&1 3>"$last/held"; sleep 1; touch "` + mark + `" ) &
+	echo "rsync: [receiver] write failed on \"$last/held\": No space left on device (28)" >&2
+	exit 11 ;;
+esac
+exec rsync "$@"
+`
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lists, err := tablesync.LoadLists(h.Lists)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, _ := tablesync.ParseSet("3-7")
+	_, err = tablesync.Sync(context.Background(), tablesync.Options{From: h.Dir, To: to, Set: set, Lists: lists, Rsync: fake})
+	if err == nil || !strings.Contains(err.Error(), "destination "+to+" is full") {
+		t.Fatalf("sync with the stand-in rsync failing on a full disk: %v; want the full disk named", err)
+	}
+	if _, err := os.Stat(mark); err != nil {
+		t.Errorf("the sync returned while rsync's forked receiver still held a file under %s open: %v", to, err)
+	}
+}

@@ -795,6 +795,7 @@ func (s *syncer) transfer(ctx context.Context, files []SourceFile) error {
 	s.readOutput(stdout, landed)
 	close(landed)
 	runErr := cmd.Wait()
+	waitGroupGone(cmd.Process.Pid, 5*time.Second)
 	close(exited)
 	if err := <-verr; err != nil {
 		return err
@@ -873,10 +874,22 @@ func (s *syncer) stopOrphans() {
 	s.rep.Warnings = append(s.rep.Warnings, fmt.Sprintf("stopped rsync %d left running by an interrupted sync", pid))
 }
 
-// groupMembers lists the processes of process group pgid whose command
-// line names this sync's incoming/ directory (the rsync it started: the
-// first may be gone while the receiver it forked runs on).
+// groupMembers lists the live processes of process group pgid whose
+// command line names this sync's incoming/ directory (the rsync it
+// started: the first may be gone while the receiver it forked runs on).
 func (s *syncer) groupMembers(pgid int) []int {
+	var pids []int
+	for _, pid := range liveGroup(pgid) {
+		if cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline")); err == nil && strings.Contains(string(cmdline), s.incoming) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// liveGroup lists the processes of process group pgid that have not
+// exited (a zombie holds no files and waits only for its reaper).
+func liveGroup(pgid int) []int {
 	ents, _ := os.ReadDir("/proc")
 	var pids []int
 	for _, e := range ents {
@@ -890,14 +903,34 @@ func (s *syncer) groupMembers(pgid int) []int {
 		}
 		// "pid (comm) state ppid pgrp ...": comm may hold spaces and parens
 		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		if len(f) < 3 || f[2] != strconv.Itoa(pgid) {
+		if len(f) < 3 || f[2] != strconv.Itoa(pgid) || f[0] == "Z" || f[0] == "X" {
 			continue
 		}
-		if cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && strings.Contains(string(cmdline), s.incoming) {
-			pids = append(pids, pid)
-		}
+		pids = append(pids, pid)
 	}
 	return pids
+}
+
+// waitGroupGone waits until no process of rsync's process group is left
+// once rsync itself has exited. On an error (a full disk) rsync exits
+// without waiting for the receiver it forked for a local SRC, which may
+// still hold files in incoming/ open: a sync that returned then would let
+// the next step (a rerun, an umount of the destination) meet a busy file
+// system. Whatever is left after grace is killed, and waited for as long
+// again.
+func waitGroupGone(pgid int, grace time.Duration) {
+	deadline := time.Now().Add(grace)
+	killed := false
+	for len(liveGroup(pgid)) > 0 {
+		if time.Now().After(deadline) {
+			if killed {
+				return
+			}
+			syscall.Kill(-pgid, syscall.SIGKILL)
+			killed, deadline = true, time.Now().Add(grace)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // parseProgress2 reads the bytes transferred so far from a progress2 line:
