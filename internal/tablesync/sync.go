@@ -22,6 +22,7 @@ import (
 	"github.com/tbhost/tbhost/internal/atomicfile"
 	"github.com/tbhost/tbhost/internal/capacity"
 	"github.com/tbhost/tbhost/internal/filelock"
+	"github.com/tbhost/tbhost/internal/procgroup"
 	"github.com/tbhost/tbhost/internal/sysread"
 	"github.com/tbhost/tbhost/prefix"
 )
@@ -795,7 +796,11 @@ func (s *syncer) transfer(ctx context.Context, files []SourceFile) error {
 	s.readOutput(stdout, landed)
 	close(landed)
 	runErr := cmd.Wait()
-	waitGroupGone(cmd.Process.Pid, 5*time.Second)
+	// On an error (a full disk) rsync exits without waiting for the
+	// receiver it forked for a local SRC, which may still hold files in
+	// incoming/ open: returning now would let the next step (a rerun, an
+	// umount of the destination) meet a busy file system.
+	procgroup.WaitGone(cmd.Process.Pid, 5*time.Second)
 	close(exited)
 	if err := <-verr; err != nil {
 		return err
@@ -879,58 +884,12 @@ func (s *syncer) stopOrphans() {
 // started: the first may be gone while the receiver it forked runs on).
 func (s *syncer) groupMembers(pgid int) []int {
 	var pids []int
-	for _, pid := range liveGroup(pgid) {
+	for _, pid := range procgroup.Live(pgid) {
 		if cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline")); err == nil && strings.Contains(string(cmdline), s.incoming) {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
-}
-
-// liveGroup lists the processes of process group pgid that have not
-// exited (a zombie holds no files and waits only for its reaper).
-func liveGroup(pgid int) []int {
-	ents, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// "pid (comm) state ppid pgrp ...": comm may hold spaces and parens
-		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		if len(f) < 3 || f[2] != strconv.Itoa(pgid) || f[0] == "Z" || f[0] == "X" {
-			continue
-		}
-		pids = append(pids, pid)
-	}
-	return pids
-}
-
-// waitGroupGone waits until no process of rsync's process group is left
-// once rsync itself has exited. On an error (a full disk) rsync exits
-// without waiting for the receiver it forked for a local SRC, which may
-// still hold files in incoming/ open: a sync that returned then would let
-// the next step (a rerun, an umount of the destination) meet a busy file
-// system. Whatever is left after grace is killed, and waited for as long
-// again.
-func waitGroupGone(pgid int, grace time.Duration) {
-	deadline := time.Now().Add(grace)
-	killed := false
-	for len(liveGroup(pgid)) > 0 {
-		if time.Now().After(deadline) {
-			if killed {
-				return
-			}
-			syscall.Kill(-pgid, syscall.SIGKILL)
-			killed, deadline = true, time.Now().Add(grace)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // parseProgress2 reads the bytes transferred so far from a progress2 line:
