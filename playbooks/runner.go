@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/tbhost/tbhost/internal/procgroup"
 )
 
 // Cmd is one process a step runs.
@@ -110,6 +112,9 @@ func (r ProcRunner) Run(ctx context.Context, c Cmd) (int, error) {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		stopped = ctx.Err()
 	}
+	// Killed is not yet gone: a member may still hold files open as it
+	// exits (its output pipe closes first), and the next step may unmount.
+	procgroup.WaitGone(pgid, leftoverWait)
 	select {
 	case <-copied:
 	case <-time.After(leftoverWait):

@@ -28,15 +28,15 @@ func gone(pid int) bool {
 	return false
 }
 
-func waitGone(t *testing.T, pid int) {
+// mustBeGone checks that process pid no longer runs, at once: the runner
+// returns only once everything the step started is gone (StepRunner), not
+// merely sent SIGKILL (a killed process may still hold files open as it
+// exits, and the next step may unmount).
+func mustBeGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !gone(pid) {
-		if time.Now().After(deadline) {
-			syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("process %d still runs after the step was stopped", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !gone(pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("process %d still runs after the step was stopped", pid)
 	}
 }
 
@@ -90,7 +90,7 @@ func TestProcRunnerTimeoutKillsWholeProcessGroup(t *testing.T) {
 	if time.Since(start) > 9*time.Second {
 		t.Errorf("took %v", time.Since(start))
 	}
-	waitGone(t, readPID(t, pidfile))
+	mustBeGone(t, readPID(t, pidfile))
 }
 
 func TestProcRunnerKillsChildThatIgnoresSIGTERM(t *testing.T) {
@@ -113,7 +113,7 @@ func TestProcRunnerKillsChildThatIgnoresSIGTERM(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return after cancel")
 	}
-	waitGone(t, pid)
+	mustBeGone(t, pid)
 }
 
 // Ctrl-C during a step: the engine kills the step's process tree, marks
@@ -152,7 +152,7 @@ steps:
 	case <-time.After(15 * time.Second):
 		t.Fatal("the run did not stop after cancel")
 	}
-	waitGone(t, pid)
+	mustBeGone(t, pid)
 	if res.err != nil || res.rep.Status != "interrupted" || res.rep.ExitCode != ExitInterrupted || statuses(res.rep) != "first=done long=interrupted last=not-run" {
 		t.Fatalf("err %v report %+v: %s", res.err, res.rep, statuses(res.rep))
 	}
@@ -183,7 +183,7 @@ steps:
 	if rep.ExitCode != 1 || rep.Steps[0].Status != StepFailed || !strings.Contains(rep.Steps[0].Reason, "timed out after 500ms") {
 		t.Fatalf("exit %d %+v", rep.ExitCode, rep.Steps[0])
 	}
-	waitGone(t, readPID(t, pidfile))
+	mustBeGone(t, readPID(t, pidfile))
 }
 
 // Issue 12 item 8: a step's background child survived the step and kept the
@@ -220,12 +220,8 @@ steps:
 		t.Fatalf("the lock is still held after the run: %v", err)
 	}
 	lock.Unlock()
-	deadline := time.Now().Add(time.Second)
-	for !gone(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the step's background child %d still runs after the step ended", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !gone(pid) {
+		t.Fatalf("the step's background child %d still runs after the step ended", pid)
 	}
 }
 
@@ -244,5 +240,5 @@ func TestProcRunnerKillsLeftoversAndKeepsOutput(t *testing.T) {
 	if !strings.HasPrefix(out.String(), "early\n") || !strings.Contains(out.String(), "left processes running") || strings.Contains(out.String(), "late") {
 		t.Errorf("output %q", out.String())
 	}
-	waitGone(t, readPID(t, pidfile))
+	mustBeGone(t, readPID(t, pidfile))
 }
