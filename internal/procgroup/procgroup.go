@@ -7,53 +7,32 @@
 package procgroup
 
 import (
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
+	"errors"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // Live lists the processes of process group pgid that have not exited. A
 // zombie is not live: it holds no files and waits only for its reaper
 // (which, for an orphan, is not tbhost).
 func Live(pgid int) []int {
-	ents, _ := os.ReadDir("/proc")
+	if errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH) {
+		return nil // no member at all, not even a zombie: no /proc walk
+	}
+	procs, _ := procfs.AllProcs()
 	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+	for _, p := range procs {
+		st, err := p.Stat() // comm may hold spaces and parentheses: procfs reads past the last ')'
 		if err != nil {
 			continue // exited since the listing
 		}
-		if state, pgrp, ok := parseStat(stat); ok && pgrp == pgid && state != "Z" && state != "X" {
-			pids = append(pids, pid)
+		if st.PGRP == pgid && st.State != "Z" && st.State != "X" {
+			pids = append(pids, p.PID)
 		}
 	}
 	return pids
-}
-
-// parseStat reads the state and the process group from a /proc/PID/stat
-// line: "pid (comm) state ppid pgrp ...", where comm may hold spaces and
-// parentheses (so the fields start after the last ')').
-func parseStat(stat []byte) (state string, pgrp int, ok bool) {
-	i := strings.LastIndexByte(string(stat), ')')
-	if i < 0 {
-		return "", 0, false
-	}
-	f := strings.Fields(string(stat[i+1:]))
-	if len(f) < 3 {
-		return "", 0, false
-	}
-	pgrp, err := strconv.Atoi(f[2])
-	if err != nil {
-		return "", 0, false
-	}
-	return f[0], pgrp, true
 }
 
 // WaitGone waits until no live process of group pgid is left. What still

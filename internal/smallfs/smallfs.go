@@ -5,12 +5,13 @@
 package smallfs
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/procfs"
 )
 
 // Mount mounts a tmpfs of size (mount's size= syntax: "4k", "823040")
@@ -38,20 +39,14 @@ func Mount(t *testing.T, size, what string) string {
 // file under dir ("pid comm"): what keeps a busy tmpfs mounted.
 func holders(dir string) []string {
 	var found []string
-	procs, _ := os.ReadDir("/proc")
+	procs, _ := procfs.AllProcs()
 	for _, p := range procs {
-		if _, err := strconv.Atoi(p.Name()); err != nil {
-			continue
-		}
-		links := []string{filepath.Join("/proc", p.Name(), "cwd")}
-		fds, _ := os.ReadDir(filepath.Join("/proc", p.Name(), "fd"))
-		for _, fd := range fds {
-			links = append(links, filepath.Join("/proc", p.Name(), "fd", fd.Name()))
-		}
-		for _, l := range links {
-			if to, err := os.Readlink(l); err == nil && (to == dir || strings.HasPrefix(to, dir+"/")) {
-				comm, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "comm"))
-				found = append(found, p.Name()+" "+strings.TrimSpace(string(comm)))
+		cwd, _ := p.Cwd()
+		targets, _ := p.FileDescriptorTargets()
+		for _, to := range append(targets, cwd) {
+			if to == dir || strings.HasPrefix(to, dir+"/") {
+				comm, _ := p.Comm()
+				found = append(found, fmt.Sprintf("%d %s", p.PID, comm))
 				break
 			}
 		}

@@ -2,8 +2,10 @@ package smallfs
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -19,5 +21,28 @@ func TestMountFillsUpAndResizeGivesRoom(t *testing.T) {
 	Resize(t, dir, "1m")
 	if err := os.WriteFile(p, make([]byte, 256<<10), 0o644); err != nil {
 		t.Fatalf("256 KiB after the resize to 1 MiB: %v", err)
+	}
+}
+
+// holders names what keeps the tmpfs busy: here this test's own open file.
+func TestHoldersNamesAProcessWithAFileOpenUnderTheMount(t *testing.T) {
+	dir := Mount(t, "64k", "a busy mount")
+	me := fmt.Sprint(os.Getpid()) + " "
+	for _, h := range holders(dir) {
+		if strings.HasPrefix(h, me) {
+			t.Fatalf("holders of %s before any file is open: %v", dir, holders(dir))
+		}
+	}
+	f, err := os.Create(filepath.Join(dir, "held"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	found := false
+	for _, h := range holders(dir) {
+		found = found || strings.HasPrefix(h, me)
+	}
+	if !found {
+		t.Errorf("holders of %s with %s open in pid %d: %v", dir, f.Name(), os.Getpid(), holders(dir))
 	}
 }
